@@ -1,0 +1,6 @@
+"""The store: schema, backends, the audited write path and undo."""
+
+from memvault.store.audit import Mutation, UndoReport, undo_run
+from memvault.store.store import Store, new_run_id
+
+__all__ = ["Mutation", "Store", "UndoReport", "new_run_id", "undo_run"]

@@ -1,0 +1,332 @@
+"""The two database backends behind one small interface.
+
+Everything above this module speaks portable SQL with ``:name`` parameters
+and polars DataFrames; the differences (parameter style, bulk loading,
+connection handling) stay here.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import polars as pl
+
+from memvault.errors import StoreError
+
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def ident(name: str) -> str:
+    """A table or column name that is safe to splice into SQL (ours only, never user text)."""
+    if not _IDENT.match(name):
+        raise StoreError(f"not a valid SQL identifier: {name!r}")
+    return name
+
+
+class Backend(Protocol):
+    """What the store needs from a database."""
+
+    name: str
+    url: str
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None: ...
+    def execute_script(self, sql: str) -> None: ...
+    def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
+    def fetch_df(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame: ...
+    def insert_df(
+        self, table: str, df: pl.DataFrame, *, key: Sequence[str] = ("id",), on_conflict: str = "ignore"
+    ) -> list[Any]: ...
+    def columns(self, table: str) -> list[tuple[str, str]]: ...
+    def staged(self, table: str, df: pl.DataFrame) -> Any: ...
+    def transaction(self) -> Any: ...
+    def close(self) -> None: ...
+
+
+def _conflict_clause(df: pl.DataFrame, key: Sequence[str], on_conflict: str) -> str:
+    keys = ", ".join(ident(k) for k in key)
+    if on_conflict == "ignore":
+        return f"ON CONFLICT ({keys}) DO NOTHING"
+    if on_conflict == "replace":
+        updates = ", ".join(f"{ident(c)} = excluded.{ident(c)}" for c in df.columns if c not in key)
+        return f"ON CONFLICT ({keys}) DO UPDATE SET {updates}"
+    if on_conflict == "error":
+        return ""
+    raise StoreError(f"unknown on_conflict policy {on_conflict!r}")
+
+
+class _BulkInsert:
+    """Bulk insert shared by both backends: filter out existing keys, then append in bulk."""
+
+    def staged(self, table: str, df: pl.DataFrame) -> Any:
+        raise NotImplementedError
+
+    def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def append_df(self, table: str, df: pl.DataFrame) -> None:
+        """Append rows known to be new (the fastest path each backend has)."""
+        raise NotImplementedError
+
+    def insert_df(
+        self, table: str, df: pl.DataFrame, *, key: Sequence[str] = ("id",), on_conflict: str = "ignore"
+    ) -> list[Any]:
+        """Insert the rows of ``df``; returns the keys of the rows actually inserted.
+
+        ``ignore`` leaves rows whose key exists alone, ``replace`` overwrites them,
+        ``error`` appends and lets the database reject duplicates.
+        """
+        if df.is_empty():
+            return []
+        if on_conflict == "replace" or len(key) != 1:
+            with self.staged(table, df) as staging:
+                rows = self.fetch(_insert_sql(table, df, staging, key, on_conflict))
+            return [r[0] if len(key) == 1 else r for r in rows]
+        column = key[0]
+        if on_conflict == "ignore":
+            existing = self.fetch(
+                f"SELECT {ident(column)} FROM {ident(table)} "
+                f"WHERE {ident(column)} IN (SELECT unnest(CAST(:keys AS TEXT[])))",
+                {"keys": df[column].cast(pl.Utf8).to_list()},
+            )
+            if existing:
+                df = df.filter(~pl.col(column).is_in([r[0] for r in existing]))
+            if df.is_empty():
+                return []
+        elif on_conflict != "error":
+            raise StoreError(f"unknown on_conflict policy {on_conflict!r}")
+        self.append_df(table, df)
+        return df[column].to_list() if column in df.columns else []
+
+
+class DuckDBBackend(_BulkInsert):
+    """The embedded default: one file, one writer process at a time."""
+
+    name = "duckdb"
+
+    def __init__(self, url: str, path: str, *, read_only: bool = False) -> None:
+        import duckdb
+
+        self.url = url
+        self.path = path
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(path, read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise StoreError(
+                    f"{path} is locked by another process (a DuckDB file has one writer at a time); "
+                    "wait for it to finish or stop it"
+                ) from exc
+            raise StoreError(f"cannot open {path}: {exc}") from exc
+        self._depth = 0
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return _PARAM.sub(r"$\1", sql)
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        self.con.execute(self._sql(sql), dict(params) if params else None)
+
+    def execute_script(self, sql: str) -> None:
+        self.con.execute(sql)
+
+    def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        return self.con.execute(self._sql(sql), dict(params) if params else None).fetchall()
+
+    def fetch_df(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        relation = self.con.sql(self._sql(sql), params=dict(params) if params else None)
+        if relation is None:  # not a query
+            return pl.DataFrame()
+        table = relation.to_arrow_table()
+        return pl.from_arrow(table)  # type: ignore[return-value]
+
+    @contextmanager
+    def staged(self, table: str, df: pl.DataFrame) -> Iterator[str]:
+        """``df`` visible to SQL under the returned name for the duration of the block."""
+        view = f"_staging_{ident(table)}"
+        self.con.register(view, df.to_arrow())
+        try:
+            yield view
+        finally:
+            self.con.unregister(view)
+
+    def append_df(self, table: str, df: pl.DataFrame) -> None:
+        cols = ", ".join(ident(c) for c in df.columns)
+        with self.staged(table, df) as view:
+            self.con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM {view}")
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        rows = self.con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = ? AND table_schema = current_schema() ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class PostgresBackend(_BulkInsert):
+    """The shared deployment: PostgreSQL, one schema per store (``?schema=``, default memvault)."""
+
+    name = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = url
+        parts = urlsplit(url)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        self.schema = ident(query.pop("schema", "memvault"))
+        conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+        try:
+            self.con = psycopg.connect(conninfo, autocommit=True)
+        except psycopg.OperationalError as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"cannot connect to PostgreSQL at {_redact(url)}: {reason}") from exc
+        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+        self.con.execute(f"SET search_path TO {self.schema}")
+        self._tx: Any = None
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        if params:
+            self.con.execute(self._sql(sql), dict(params))
+        else:
+            self.con.execute(sql)
+
+    def execute_script(self, sql: str) -> None:
+        self.con.execute(sql)
+
+    def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        cur = self.con.execute(self._sql(sql), dict(params)) if params else self.con.execute(sql)
+        return cur.fetchall()
+
+    def fetch_df(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        cur = self.con.execute(self._sql(sql), dict(params)) if params else self.con.execute(sql)
+        names = [d.name for d in cur.description or []]
+        rows = cur.fetchall()
+        if not rows:
+            return pl.DataFrame({n: [] for n in names})
+        return pl.DataFrame(rows, schema=names, orient="row", infer_schema_length=None)
+
+    @contextmanager
+    def staged(self, table: str, df: pl.DataFrame) -> Iterator[str]:
+        """``df`` copied into a temporary table typed like ``table``; its name is yielded."""
+        staging = f"_staging_{ident(table)}"
+        cols = ", ".join(ident(c) for c in df.columns)
+        with self.transaction():
+            # Only the frame's columns, typed like the table's, without its constraints.
+            self.con.execute(f"DROP TABLE IF EXISTS {staging}")
+            self.con.execute(f"CREATE TEMP TABLE {staging} AS SELECT {cols} FROM {ident(table)} WITH NO DATA")
+            with self.con.cursor().copy(f"COPY {staging} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+                copy.write(_csv_for_copy(df))
+            yield staging
+
+    def append_df(self, table: str, df: pl.DataFrame) -> None:
+        # COPY straight into the table: no staging table, no second pass over the rows.
+        cols = ", ".join(ident(c) for c in df.columns)
+        with self.con.cursor().copy(f"COPY {ident(table)} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+            copy.write(_csv_for_copy(df))
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        rows = self.con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = %s AND table_schema = %s ORDER BY ordinal_position",
+            [table, self.schema],
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._tx is not None:
+            yield
+            return
+        with self.con.transaction() as tx:
+            self._tx = tx
+            try:
+                yield
+            finally:
+                self._tx = None
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _insert_sql(table: str, df: pl.DataFrame, staging: str, key: Sequence[str], on_conflict: str) -> str:
+    cols = ", ".join(ident(c) for c in df.columns)
+    returning = ", ".join(ident(k) for k in key)
+    return (
+        f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM {staging} "
+        f"{_conflict_clause(df, key, on_conflict)} RETURNING {returning}"
+    )
+
+
+def _csv_for_copy(df: pl.DataFrame) -> bytes:
+    """CSV that COPY reads back exactly: nulls unquoted-empty, bytes as bytea hex."""
+    binary = [c for c, t in df.schema.items() if t == pl.Binary]
+    if binary:
+        df = df.with_columns(
+            pl.when(pl.col(c).is_null()).then(None).otherwise(pl.lit("\\x") + pl.col(c).bin.encode("hex")).alias(c)
+            for c in binary
+        )
+    buf = io.BytesIO()
+    df.write_csv(buf, include_header=False, datetime_format="%Y-%m-%dT%H:%M:%S%.6f", null_value="")
+    return buf.getvalue()
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    return url
+
+
+def connect(url: str, *, read_only: bool = False) -> Backend:
+    """Open the backend a store URL names."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "duckdb":
+        # duckdb:///abs/path.duckdb, duckdb://relative/path.duckdb, duckdb:relative.duckdb, duckdb:///:memory:
+        path = url[len("duckdb://") :] if url.startswith("duckdb://") else url[len("duckdb:") :]
+        if path in ("", "/:memory:", ":memory:"):
+            path = ":memory:"
+        return DuckDBBackend(url, path, read_only=read_only)
+    if scheme in ("postgresql", "postgres"):
+        return PostgresBackend(url)
+    raise StoreError(
+        f"unsupported store URL {url!r}: use duckdb:///path/to/file.duckdb or postgresql://user@host:port/db"
+    )

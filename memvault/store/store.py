@@ -1,0 +1,214 @@
+"""The memvault store: one interface over DuckDB and PostgreSQL.
+
+``Store.open(url)`` connects, applies pending forward migrations from
+``sql/migrations`` and hands out the audited write path (``store.mutation``).
+Reads are plain SQL returning tuples or polars DataFrames.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import polars as pl
+
+from memvault.errors import StoreError
+from memvault.normalize import utcnow
+from memvault.paths import data_dir, sql_text
+from memvault.store.backends import Backend, connect, ident
+from memvault.store.tables import COUNTED_TABLES, JSON_COLUMNS
+
+_POLARS_TYPES: dict[str, pl.DataType] = {
+    "varchar": pl.Utf8(),
+    "text": pl.Utf8(),
+    "double": pl.Float64(),
+    "double precision": pl.Float64(),
+    "boolean": pl.Boolean(),
+    "timestamp": pl.Datetime("us"),
+    "timestamp without time zone": pl.Datetime("us"),
+    "integer": pl.Int32(),
+    "bigint": pl.Int64(),
+    "date": pl.Date(),
+    "blob": pl.Binary(),
+    "bytea": pl.Binary(),
+}
+
+
+def new_run_id(kind: str) -> str:
+    """A sortable, unique run id such as ``ingest-20261130T120301-3f9a2c``."""
+    return f"{kind}-{utcnow():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+
+
+class Store:
+    """A connection to one memvault store (see ``memvault.open``)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._schemas: dict[str, dict[str, pl.DataType]] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str, *, read_only: bool = False, migrate: bool = True) -> Store:
+        store = cls(connect(url, read_only=read_only))
+        if migrate and not read_only:
+            store.migrate()
+        return store
+
+    @property
+    def url(self) -> str:
+        return self.backend.url
+
+    @property
+    def kind(self) -> str:
+        return self.backend.name
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        try:
+            rows = self.backend.fetch("SELECT max(version) FROM schema_version")
+        except Exception:
+            return 0
+        return int(rows[0][0] or 0)
+
+    def migrate(self) -> list[int]:
+        """Apply every migration newer than the store's version, each in its own transaction."""
+        current = self.schema_version()
+        applied: list[int] = []
+        for path in sorted(data_dir("sql").joinpath("migrations").glob("*.sql")):
+            version = int(path.name.split("_", 1)[0])
+            if version <= current:
+                continue
+            try:
+                with self.backend.transaction():
+                    self.backend.execute_script(path.read_text(encoding="utf-8"))
+                    self.backend.execute(
+                        "INSERT INTO schema_version (version, name, applied_at) VALUES (:v, :n, :t)",
+                        {"v": version, "n": path.stem, "t": utcnow()},
+                    )
+            except Exception as exc:
+                raise StoreError(f"migration {path.name} failed on {self.kind}: {exc}") from exc
+            applied.append(version)
+        self._schemas.clear()
+        return applied
+
+    def table_schema(self, table: str) -> dict[str, pl.DataType]:
+        """Column name → polars dtype, read from the database once per table."""
+        if table not in self._schemas:
+            cols = self.backend.columns(table)
+            if not cols:
+                raise StoreError(f"table {table!r} does not exist in this store")
+            self._schemas[table] = {name: _POLARS_TYPES.get(kind.lower(), pl.Utf8()) for name, kind in cols}
+        return self._schemas[table]
+
+    def conform(self, table: str, df: pl.DataFrame) -> pl.DataFrame:
+        """``df`` cast to the table's column types (unknown columns are an error)."""
+        schema = self.table_schema(table)
+        unknown = [c for c in df.columns if c not in schema]
+        if unknown:
+            raise StoreError(f"table {table} has no column(s) {', '.join(unknown)}")
+        return df.select(pl.col(c).cast(schema[c], strict=False) for c in df.columns)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        return self.backend.fetch(sql, params)
+
+    def fetch_df(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        return self.backend.fetch_df(sql, params)
+
+    def query(self, name: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        """Run the named query ``sql/queries/<name>.sql``."""
+        return self.backend.fetch_df(sql_text(f"queries/{name}.sql"), params)
+
+    def get_row(self, table: str, row_id: str) -> dict[str, Any] | None:
+        df = self.fetch_df(f"SELECT * FROM {ident(table)} WHERE id = :id", {"id": row_id})
+        return df.row(0, named=True) if df.height else None
+
+    def read_table(self, table: str, where: str = "", params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        """A whole table (optionally filtered), ordered by id, typed as in the database."""
+        sql = f"SELECT * FROM {ident(table)} {('WHERE ' + where) if where else ''} ORDER BY 1"
+        df = self.fetch_df(sql, params)
+        if df.is_empty():
+            return pl.DataFrame(schema=self.table_schema(table))
+        return df
+
+    def counts(self, tables: tuple[str, ...] = COUNTED_TABLES) -> dict[str, int]:
+        sql = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM {ident(t)}" for t in tables)
+        return {name: int(n) for name, n in self.fetch(sql)}
+
+    # -- writes ------------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.backend.transaction():
+            yield
+
+    @contextmanager
+    def mutation(self, run_id: str, phase: str) -> Iterator[Any]:
+        """The one audited write path: every change inside is logged in the same transaction."""
+        from memvault.store.audit import Mutation
+
+        with self.backend.transaction():
+            yield Mutation(self, run_id, phase)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def begin_run(self, kind: str, params: Mapping[str, Any] | None = None, run_id: str | None = None) -> str:
+        run_id = run_id or new_run_id(kind)
+        existing = self.get_row("runs", run_id)
+        if existing is None:
+            self.backend.execute(
+                "INSERT INTO runs (id, kind, status, started_at, params) VALUES (:id, :k, 'running', :t, :p)",
+                {"id": run_id, "k": kind, "t": utcnow(), "p": json.dumps(dict(params or {}), default=str)},
+            )
+        else:  # a resumed run keeps its id and history
+            self.backend.execute("UPDATE runs SET status = 'running', error = NULL WHERE id = :id", {"id": run_id})
+        return run_id
+
+    def finish_run(
+        self, run_id: str, status: str, stats: Mapping[str, Any] | None = None, error: str | None = None
+    ) -> None:
+        self.backend.execute(
+            "UPDATE runs SET status = :s, finished_at = :t, stats = :st, error = :e WHERE id = :id",
+            {
+                "id": run_id,
+                "s": status,
+                "t": utcnow(),
+                "st": json.dumps(dict(stats or {}), default=str),
+                "e": error,
+            },
+        )
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        row = self.get_row("runs", run_id)
+        if row:
+            for col in JSON_COLUMNS["runs"]:
+                row[col] = json.loads(row[col] or "{}")
+        return row
+
+    def last_run(self, kind: str, status: str = "succeeded") -> dict[str, Any] | None:
+        rows = self.fetch(
+            "SELECT id FROM runs WHERE kind = :k AND status = :s ORDER BY started_at DESC, id DESC LIMIT 1",
+            {"k": kind, "s": status},
+        )
+        return self.run(rows[0][0]) if rows else None
+
+
+def as_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """Times come out of the store naive (UTC by convention); this marks them as UTC."""
+    return value.replace(tzinfo=dt.UTC) if value is not None and value.tzinfo is None else value

@@ -1,0 +1,65 @@
+"""Shared fixtures: a fresh store on every backend, PostgreSQL included.
+
+The store tests run on DuckDB and on the real PostgreSQL server
+(``MEMVAULT_TEST_PG``, default 127.0.0.1:5432/test). Each test gets its own
+PostgreSQL schema, dropped afterwards. Without a server the PostgreSQL cases
+skip on a laptop, but fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import memvault
+from memvault.store import Store
+from tests.helpers import PG_URL, require_service
+
+
+def _postgres_reachable() -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=3):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres_available() -> bool:
+    return _postgres_reachable()
+
+
+def _drop_schema(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as con:
+        con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=["duckdb", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty store on each backend."""
+    if request.param == "duckdb":
+        yield f"duckdb://{tmp_path / 'store.duckdb'}"
+        return
+    require_service(request.getfixturevalue("postgres_available"), f"PostgreSQL at {PG_URL}")
+    schema = f"mvtest_{secrets.token_hex(4)}"
+    yield f"{PG_URL}?schema={schema}"
+    _drop_schema(schema)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    with memvault.open(store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def duck_store(tmp_path: Path) -> Iterator[Store]:
+    with memvault.open(f"duckdb://{tmp_path / 'store.duckdb'}") as opened:
+        yield opened

@@ -1,0 +1,37 @@
+"""Helpers shared by the test modules (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from memvault.export import write_export
+from memvault.store import Store
+
+PG_URL = os.environ.get("MEMVAULT_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def require_service(available: bool, what: str) -> None:
+    """Skip on a laptop without the service; fail under CI=true."""
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} is required under CI=true but is not available")
+    pytest.skip(f"{what} not available")
+
+
+def export_text(store: Store) -> str:
+    """The store's full export, as the text `memvault export` writes."""
+    out = io.StringIO()
+    write_export(store, out)
+    return out.getvalue()
+
+
+def table_dump(store: Store, table: str) -> list[dict]:
+    """Every row of a table, ordered by id: for exact before/after comparisons."""
+    return store.read_table(table).to_dicts()
