@@ -23,3 +23,11 @@ def data_dir(name: str) -> Path:
 def sql_text(relative: str) -> str:
     """The text of a file under sql/, e.g. ``queries/store_counts.sql``."""
     return (data_dir("sql") / relative).read_text(encoding="utf-8")
+
+
+def data_file(name: str) -> Path:
+    """A top-level data file such as ``dagster.yaml``, wherever this installation keeps it."""
+    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"memvault data file {name!r} not found next to {_PACKAGE}")

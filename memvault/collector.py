@@ -1,0 +1,109 @@
+"""The collector: brings new sessions into the store from the inbox and from Claude Code.
+
+Two sources, both incremental by content hash (an unchanged file costs one
+hash): JSONL interchange files dropped into the inbox, and Claude Code
+transcripts (a transcript that grew since is re-read; its old blocks keep
+their ids, so only the new ones are added). A bad file is reported and left
+where it is; it does not stop the others.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault.errors import MemvaultError
+from memvault.extract import HeuristicExtractor
+from memvault.importers.claude_code import read_session_file, session_files
+from memvault.importers.enrich import llm_records
+from memvault.ingest import Numbered, already_ingested, file_hash, ingest_file, ingest_records
+from memvault.judge import Judge
+from memvault.records import BlockRecord, Record, SessionRecord
+from memvault.store import Store
+
+
+@dataclass
+class CollectReport:
+    files_seen: int = 0
+    files_ingested: int = 0
+    files_unchanged: int = 0
+    inserted: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files_seen": self.files_seen,
+            "files_ingested": self.files_ingested,
+            "files_unchanged": self.files_unchanged,
+            "inserted": dict(self.inserted),
+            "failures": [{"location": loc, "error": err} for loc, err in self.failures],
+            "run_ids": self.run_ids,
+        }
+
+
+def _unique_by_id(records: Iterable[Record]) -> list[Record]:
+    """The first record of each id (the offline extractor and the LLM may name the same entity)."""
+    seen: dict[str, Record] = {}
+    for record in records:
+        seen.setdefault(str(record.id), record)  # type: ignore[attr-defined]
+    return list(seen.values())
+
+
+def transcript_records(path: Path, judge: Judge | None, *, include_subagents: bool = False) -> list[Record]:
+    """The records of one Claude Code transcript, enriched by the LLM when one is configured."""
+    imported = read_session_file(path, include_subagents=include_subagents, extractor=HeuristicExtractor())
+    if imported is None:
+        return []
+    records = list(imported.records)
+    if judge is not None and judge.kind != "heuristic":
+        session = next(r for r in records if isinstance(r, SessionRecord))
+        blocks = [r for r in records if isinstance(r, BlockRecord)]
+        records += llm_records(judge, blocks, session.id)
+    return _unique_by_id(records)
+
+
+def collect(
+    store: Store,
+    *,
+    inbox: Path | None,
+    claude_projects: Path | None,
+    judge: Judge | None = None,
+    include_subagents: bool = False,
+    on_file: Callable[[str], None] | None = None,
+) -> CollectReport:
+    """Ingest every new or changed file of both sources."""
+    report = CollectReport()
+    jsonl = sorted(inbox.glob("*.jsonl")) if inbox and inbox.is_dir() else []
+    transcripts = session_files(claude_projects, include_subagents=include_subagents) if claude_projects else []
+    for path in [*jsonl, *transcripts]:
+        report.files_seen += 1
+        if on_file:
+            on_file(str(path))
+        digest = file_hash(path)
+        if already_ingested(store, digest):
+            report.files_unchanged += 1
+            continue
+        try:
+            if path in jsonl:
+                result = ingest_file(store, path)
+            else:
+                records = transcript_records(path, judge, include_subagents=include_subagents)
+                result = ingest_records(
+                    store,
+                    [Numbered(i, r) for i, r in enumerate(records, 1)],
+                    source=str(path),
+                    source_hash=digest,
+                    size_bytes=path.stat().st_size,
+                )
+        except MemvaultError as exc:
+            report.failures.append((str(path), str(exc)))
+            continue
+        report.files_ingested += 1
+        report.inserted.update(result.inserted)
+        if result.run_id:
+            report.run_ids.append(result.run_id)
+    return report

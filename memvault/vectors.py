@@ -1,0 +1,102 @@
+"""Vectors of blocks and entities, kept in table ``embeddings`` keyed by model.
+
+A vector is stale when its model differs from the configured one or the text
+changed since (``text_hash`` = md5 of the text, computed by the database), so
+a model change or a rewrite means re-embedding, never silently mixed vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from memvault.embed.base import Embedder
+from memvault.normalize import utcnow
+from memvault.paths import sql_text
+from memvault.store import Store
+
+#: What is embedded: target kind → (table, text expression).
+TARGETS: dict[str, tuple[str, str]] = {
+    "block": ("blocks", "text"),
+    "entity": ("entities", "name"),
+}
+
+
+@dataclass
+class EmbedReport:
+    model: str
+    dim: int
+    embedded: dict[str, int]
+    total: dict[str, int]
+
+
+def stale_texts(store: Store, kind: str, model: str) -> pl.DataFrame:
+    """Active items of ``kind`` without a current vector of ``model``: columns id, text, text_hash."""
+    table, column = TARGETS[kind]
+    sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
+    return store.fetch_df(sql, {"kind": kind, "model": model})
+
+
+def embed_missing(
+    store: Store,
+    embedder: Embedder,
+    *,
+    kinds: tuple[str, ...] = ("block", "entity"),
+    batch_size: int = 512,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> EmbedReport:
+    """Embed every stale item; vectors are written batch by batch (a crash loses one batch)."""
+    todo = {kind: stale_texts(store, kind, embedder.model_name) for kind in kinds}
+    total = sum(df.height for df in todo.values())
+    done = 0
+    embedded: dict[str, int] = {}
+    for kind, frame in todo.items():
+        embedded[kind] = 0
+        for start in range(0, frame.height, batch_size):
+            batch = frame.slice(start, batch_size)
+            vectors = np.ascontiguousarray(embedder.embed(batch["text"].to_list()), dtype=np.float32)
+            rows = pl.DataFrame(
+                {
+                    "target_kind": [kind] * batch.height,
+                    "target_id": batch["id"],
+                    "model": [embedder.model_name] * batch.height,
+                    "dim": [vectors.shape[1]] * batch.height,
+                    "vector": [v.tobytes() for v in vectors],
+                    "text_hash": batch["text_hash"],
+                    "created_at": [utcnow()] * batch.height,
+                },
+                schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
+            )
+            with store.transaction():
+                store.backend.insert_df(
+                    "embeddings", rows, key=("target_kind", "target_id", "model"), on_conflict="replace"
+                )
+            embedded[kind] += batch.height
+            done += batch.height
+            if on_progress:
+                on_progress(done, total)
+    counts = {
+        kind: int(
+            store.fetch(
+                "SELECT count(*) FROM embeddings WHERE target_kind = :k AND model = :m",
+                {"k": kind, "m": embedder.model_name},
+            )[0][0]
+        )
+        for kind in kinds
+    }
+    return EmbedReport(model=embedder.model_name, dim=embedder.dim, embedded=embedded, total=counts)
+
+
+def load_vectors(store: Store, kind: str, model: str) -> tuple[list[str], np.ndarray]:
+    """All stored vectors of one kind and model, as ids and an (n, dim) float32 matrix."""
+    df = store.fetch_df(
+        "SELECT target_id, vector FROM embeddings WHERE target_kind = :k AND model = :m ORDER BY target_id",
+        {"k": kind, "m": model},
+    )
+    if df.is_empty():
+        return [], np.zeros((0, 0), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(df["vector"].to_list()), dtype=np.float32).reshape(df.height, -1)
+    return df["target_id"].to_list(), matrix

@@ -1,0 +1,1 @@
+"""The Dagster code location (definitions, jobs, schedules) and the `memvault` command."""

@@ -1,0 +1,371 @@
+"""The ``memvault`` command. It runs the same assets as Dagster does, in-process.
+
+Every command takes ``--store URL`` (else ``MEMVAULT_STORE``, else
+``duckdb://.memvault/memvault.duckdb``); ``--json`` prints one JSON object for
+machines. A failure prints one line naming the cause and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+import memvault
+from memvault.config import store_url
+from memvault.errors import IngestError, MemvaultError
+from memvault.records import RECORD_TYPES
+from memvault.store import Store, undo_run
+from memvault.store.tables import COUNTED_TABLES
+
+app = typer.Typer(
+    name="memvault",
+    help="Keeps an AI agent's long-term memory healthy (see README.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[
+    str | None, typer.Option("--store", "-s", help="Store URL (default: MEMVAULT_STORE, else the local DuckDB file)")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text")]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles_errors(fn: F) -> F:
+    """Errors a user can act on become one line on stderr and exit code 1, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.ClickException):
+            raise
+        except IngestError as exc:
+            for problem in exc.problems:
+                err.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+            more = exc.total - len(exc.problems)
+            tail = f" ({more} more not shown)" if more > 0 else ""
+            err.print(f"[red]error:[/] {exc.total} problem(s){tail}; nothing from this input was written", highlight=False)
+            raise typer.Exit(1) from None
+        except MemvaultError as exc:
+            err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except BrokenPipeError:  # e.g. `memvault export | head`
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+        except KeyboardInterrupt:
+            err.print("[red]interrupted[/]; the open transaction was rolled back")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if os.environ.get("MEMVAULT_DEBUG"):
+                raise
+            err.print(
+                f"[red]error:[/] unexpected {type(exc).__name__}: {exc} (set MEMVAULT_DEBUG=1 for the traceback)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_global_store: str | None = None
+
+
+@app.callback()
+def _global_options(
+    store: Annotated[str | None, typer.Option("--store", "-s", help="Store URL for every command")] = None,
+) -> None:
+    """Options accepted before the command name too (``memvault --store URL status``)."""
+    global _global_store
+    _global_store = store
+
+
+def chosen_store(store: str | None) -> str:
+    """The command's ``--store``, else the global one, else MEMVAULT_STORE, else the default."""
+    return store_url(store or _global_store)
+
+
+@contextmanager
+def opened(store: str | None) -> Iterator[Store]:
+    with memvault.open(chosen_store(store)) as handle:
+        yield handle
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, default=str, indent=2) + "\n")
+
+
+def counts_table(title: str, before: dict[str, int] | None, after: dict[str, int]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("table")
+    if before is not None:
+        table.add_column("before", justify="right")
+    table.add_column("after" if before is not None else "rows", justify="right")
+    for name, n in after.items():
+        row = [name, f"{before.get(name, 0):,}"] if before is not None else [name]
+        table.add_row(*row, f"{n:,}")
+    return table
+
+
+def byte_progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err
+    )
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+@app.command()
+@handles_errors
+def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Create the store (or bring its schema up to date)."""
+    with opened(store) as handle:
+        info = {"store": handle.url, "backend": handle.kind, "schema_version": handle.schema_version()}
+    if as_json:
+        emit_json(info)
+    else:
+        out.print(f"store ready: {info['store']} ({info['backend']}, schema v{info['schema_version']})")
+
+
+@app.command()
+@handles_errors
+def status(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Row counts and the latest runs."""
+    with opened(store) as handle:
+        counts = handle.counts(COUNTED_TABLES)
+        runs = handle.fetch_df("SELECT id, kind, status, started_at FROM runs ORDER BY started_at DESC LIMIT 5")
+        info = {"store": handle.url, "schema_version": handle.schema_version(), "counts": counts}
+    if as_json:
+        emit_json(info | {"recent_runs": runs.to_dicts()})
+        return
+    out.print(f"store: {info['store']} (schema v{info['schema_version']})")
+    out.print(counts_table("rows", None, counts))
+    for run in runs.iter_rows(named=True):
+        out.print(f"  {run['started_at']:%Y-%m-%d %H:%M}  {run['status']:<9} {run['id']}")
+
+
+@app.command()
+@handles_errors
+def ingest(
+    source: Annotated[str, typer.Argument(help="A JSONL file, '-' for standard input, or a directory with --from")],
+    store: StoreOpt = None,
+    from_format: Annotated[
+        str, typer.Option("--from", help="Input format: 'jsonl' (interchange) or 'claude-code' (transcripts)")
+    ] = "jsonl",
+    force: Annotated[bool, typer.Option(help="Re-read inputs whose content was ingested before")] = False,
+    include_subagents: Annotated[bool, typer.Option(help="claude-code: also import subagent transcripts")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add sessions, blocks, entities and facts to the store (all of a file, or none of it)."""
+    from memvault.collector import collect
+    from memvault.ingest import ingest_file
+    from memvault.judge import make_judge
+
+    with opened(store) as handle:
+        if from_format == "claude-code":
+            root = Path(source).expanduser()
+            if not root.exists():
+                raise MemvaultError(f"{root}: no such file or directory")
+            with err.status("importing Claude Code transcripts ...") as spinner:
+                report = collect(
+                    handle,
+                    inbox=None,
+                    claude_projects=root,
+                    judge=make_judge(),
+                    include_subagents=include_subagents,
+                    on_file=lambda path: spinner.update(f"importing {Path(path).name}"),
+                )
+            result: dict[str, Any] = report.as_dict()
+            for _, problem in report.failures:
+                err.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+        elif from_format == "jsonl":
+            size = Path(source).stat().st_size if source != "-" and Path(source).is_file() else None
+            with byte_progress() as progress:
+                task = progress.add_task(f"ingest {Path(source).name}", total=size)
+                report_one = ingest_file(
+                    handle, source, force=force, on_progress=lambda n: progress.advance(task, n)
+                )
+            result = report_one.as_dict()
+        else:
+            raise MemvaultError(f"unknown --from {from_format!r}: use 'jsonl' or 'claude-code'")
+    if as_json:
+        emit_json(result)
+    else:
+        inserted = result.get("inserted", {})
+        if result.get("already_ingested"):
+            out.print(f"{source}: already ingested (same content); nothing to do (--force re-reads it)")
+        else:
+            added = ", ".join(f"{n} {t}" for t, n in inserted.items() if n) or "nothing new"
+            out.print(f"ingested {source}: {added}")
+    if from_format == "claude-code" and result["failures"]:
+        err.print(f"{len(result['failures'])} transcript(s) not ingested; the others were")
+        raise typer.Exit(1)
+
+
+@app.command()
+@handles_errors
+def export(
+    store: StoreOpt = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout)")] = None,
+    types: Annotated[list[str] | None, typer.Option("--type", "-t", help="Only these record types")] = None,
+) -> None:
+    """Write the store as JSONL interchange records (ingest reads them back)."""
+    from memvault.export import write_export
+
+    chosen = tuple(types) if types else RECORD_TYPES
+    unknown = [t for t in chosen if t not in RECORD_TYPES]
+    if unknown:
+        raise MemvaultError(f"unknown record type(s) {', '.join(unknown)}: use {', '.join(RECORD_TYPES)}")
+    with opened(store) as handle:
+        if output is None:
+            write_export(handle, sys.stdout, chosen)
+            return
+        tmp = output.with_suffix(output.suffix + ".partial")
+        with tmp.open("w", encoding="utf-8") as fh:
+            count = write_export(handle, fh, chosen)
+        tmp.replace(output)
+    err.print(f"exported {count:,} records to {output}")
+
+
+@app.command()
+@handles_errors
+def runs(
+    store: StoreOpt = None,
+    kind: Annotated[str | None, typer.Option(help="Only runs of this kind (ingest, dream, undo, ...)")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """The latest runs, newest first (their ids are what `undo` takes)."""
+    with opened(store) as handle:
+        where = "WHERE kind = :kind" if kind else ""
+        frame = handle.fetch_df(
+            f"SELECT id, kind, status, started_at, finished_at, error FROM runs {where} "
+            f"ORDER BY started_at DESC, id DESC LIMIT {int(limit)}",
+            {"kind": kind} if kind else None,
+        )
+        changes = dict(handle.fetch("SELECT run_id, count(*) FROM audit_log GROUP BY run_id"))
+    rows = [r | {"changes": int(changes.get(r["id"], 0))} for r in frame.to_dicts()]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("started", "run id", "kind", "status", "changes")
+    for r in rows:
+        table.add_row(f"{r['started_at']:%Y-%m-%d %H:%M:%S}", r["id"], r["kind"], r["status"], f"{r['changes']:,}")
+    out.print(table)
+
+
+@app.command()
+@handles_errors
+def undo(
+    run_id: Annotated[str, typer.Argument(help="The run to revert (see `memvault runs`)")],
+    store: StoreOpt = None,
+    force: Annotated[bool, typer.Option(help="Undo even if later runs changed the same rows")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Restore the before-image of every change a run made (itself audited, so it can be undone)."""
+    with opened(store) as handle:
+        report = undo_run(handle, run_id, force=force)
+    if as_json:
+        emit_json({"run_id": run_id, "undo_run_id": report.undo_run_id, "restored": dict(report.restored)})
+    else:
+        detail = ", ".join(f"{n} {t}" for t, n in report.restored.items())
+        out.print(f"undid {run_id}: restored {report.total} rows ({detail}); undo it with `memvault undo {report.undo_run_id}`")
+
+
+@app.command()
+@handles_errors
+def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Run the collector job (inbox + Claude Code transcripts, then embeddings) in-process."""
+    from pipelines.runner import check_results, materializations, persistent_instance, run_assets
+
+    url = chosen_store(store)
+    memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
+    with err.status("collecting ..."):
+        result = run_assets(url, groups=["collector"], instance=persistent_instance())
+    summary = {"success": result.success, "assets": materializations(result), "checks": check_results(result)}
+    if as_json:
+        emit_json(summary)
+    else:
+        for key, meta in summary["assets"].items():
+            out.print(f"{key}: " + ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, dict | list)))
+        for name, passed in summary["checks"].items():
+            out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
+    if not result.success:
+        raise MemvaultError("the collector run failed; see the Dagster UI (`memvault ui`) for the step log")
+
+
+@app.command()
+@handles_errors
+def demo(
+    store: Annotated[
+        str | None, typer.Option("--store", "-s", help="Where to build the demo store (default .memvault/demo.duckdb)")
+    ] = None,
+    sessions: Annotated[int, typer.Option(min=1, help="Sessions to generate")] = 240,
+    days: Annotated[int, typer.Option(min=1, help="Days of history")] = 150,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same history)")] = 7,
+    as_json: JsonOpt = False,
+) -> None:
+    """Generate a realistic history, ingest it into a fresh store and run every asset on it."""
+    from pipelines.demo import run_demo
+
+    summary = run_demo(store or _global_store, sessions=sessions, days=days, seed=seed, console=err)
+    if as_json:
+        emit_json(summary)
+        return
+    out.print(counts_table("memvault demo: counts before → after", summary["before"], summary["after"]))
+    for key, meta in summary["assets"].items():
+        shown = {k: v for k, v in meta.items() if not isinstance(v, dict | list)}
+        out.print(f"[bold]{key}[/]: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    for name, passed in summary["checks"].items():
+        out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
+    out.print(f"\nstore: {summary['store']}")
+    out.print(f"history file: {summary['history_file']}")
+    out.print(f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)")
+    if not summary["success"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handles_errors
+def ui(
+    port: Annotated[int, typer.Option(help="Port of the web UI")] = 3000,
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    store: StoreOpt = None,
+) -> None:
+    """Serve Dagster's UI on memvault's asset graph (`dagster dev`), DAGSTER_HOME=.dagster."""
+    from pipelines.runner import dagster_home
+
+    exe = shutil.which("dagster") or str(Path(sys.executable).with_name("dagster"))
+    env = os.environ | {"DAGSTER_HOME": str(dagster_home()), "MEMVAULT_STORE": chosen_store(store)}
+    err.print(f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, DAGSTER_HOME {env['DAGSTER_HOME']})")
+    code = subprocess.call(
+        [exe, "dev", "-m", "pipelines.definitions", "--host", host, "--port", str(port)], env=env
+    )
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

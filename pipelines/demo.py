@@ -1,0 +1,86 @@
+"""`memvault demo`: a generated history, a fresh store, every asset run on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+import memvault
+from memvault.config import DEMO_STORE
+from memvault.demo.generator import DemoConfig, generate, write_jsonl
+from memvault.errors import MemvaultError
+from memvault.store import Store
+from memvault.store.tables import COUNTED_TABLES
+from pipelines.runner import check_results, materializations, persistent_instance, run_assets
+from resources import CollectorSourcesResource
+
+
+def _is_demo_store(store: Store) -> bool:
+    return bool(store.fetch("SELECT 1 FROM runs WHERE kind = 'demo' LIMIT 1"))
+
+
+def fresh_store(url: str) -> None:
+    """Make ``url`` an empty store: a previous demo's DuckDB file is replaced; anything else must be empty."""
+    with memvault.open(url) as store:
+        empty = sum(store.counts(COUNTED_TABLES).values()) == 0
+        replaceable = store.kind == "duckdb" and _is_demo_store(store)
+        path = getattr(store.backend, "path", None)
+    if empty:
+        return
+    if not replaceable or path is None:
+        raise MemvaultError(f"{url} already holds data; the demo needs an empty store (choose another --store)")
+    for leftover in (Path(path), Path(f"{path}.wal")):
+        leftover.unlink(missing_ok=True)
+
+
+def run_demo(
+    store: str | None, *, sessions: int, days: int, seed: int, console: Console
+) -> dict[str, Any]:
+    url = store or DEMO_STORE
+    fresh_store(url)
+    with memvault.open(url) as handle:
+        run_id = handle.begin_run("demo", {"sessions": sessions, "days": days, "seed": seed})
+        before = handle.counts(COUNTED_TABLES)
+        base = Path(getattr(handle.backend, "path", ".memvault/demo.duckdb")).parent
+    inbox = base / "demo-inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for old in inbox.glob("*.jsonl"):
+        old.unlink()
+    history = inbox / f"history-seed{seed}-{sessions}s.jsonl"
+
+    config = DemoConfig(sessions=sessions, days=days, seed=seed)
+    records, _truth = generate(config)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
+        task = bar.add_task("generating history (records)", total=None)
+
+        def counted():
+            for record in records:
+                bar.advance(task)
+                yield record
+
+        written = write_jsonl(counted(), history)
+    console.print(f"generated {written:,} records over {days} days ({sessions} sessions) → {history}")
+
+    with console.status("running the assets (collect, embed, ...)"):
+        result = run_assets(
+            url,
+            instance=persistent_instance(),
+            sources=CollectorSourcesResource(inbox=str(inbox), claude_projects=None),
+        )
+    with memvault.open(url) as handle:
+        after = handle.counts(COUNTED_TABLES)
+        handle.finish_run(run_id, "succeeded" if result.success else "failed", {"records": written})
+    return {
+        "store": url,
+        "history_file": str(history),
+        "records_generated": written,
+        "success": result.success,
+        "before": before,
+        "after": after,
+        "assets": materializations(result),
+        "checks": check_results(result),
+        "dagster_run_id": result.run_id,
+    }

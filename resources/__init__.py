@@ -1,0 +1,8 @@
+"""Dagster resources: the seams through which assets reach the store, the judge and the embedder."""
+
+from resources.collector import CollectorSourcesResource
+from resources.embedder import EmbedderResource
+from resources.llm import JudgeResource
+from resources.store import StoreResource
+
+__all__ = ["CollectorSourcesResource", "EmbedderResource", "JudgeResource", "StoreResource"]
