@@ -5,6 +5,7 @@ import time
 import dagster as dg
 
 from memvault.collector import collect
+from memvault.judge.store_cache import StoreJudgeCache
 from memvault.store.tables import COUNTED_TABLES
 from memvault.vectors import embed_missing
 from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
@@ -26,8 +27,8 @@ def collected_sessions(
     llm: JudgeResource,
 ) -> dg.MaterializeResult:
     started = time.monotonic()
-    judge = llm.build()
     with store.open() as opened:
+        judge = llm.build(cache=StoreJudgeCache(opened))
         report = collect(
             opened,
             inbox=sources.inbox_path(),
@@ -37,14 +38,17 @@ def collected_sessions(
             on_file=lambda path: context.log.debug(f"collecting {path}"),
         )
         counts = opened.counts(COUNTED_TABLES)
-    for location, error in report.failures:
+    for _, error in report.failures:
         context.log.error(f"not ingested: {error}")
+    for warning in report.warnings:
+        context.log.warning(warning)
     return dg.MaterializeResult(
         metadata={
             "files_seen": report.files_seen,
             "files_ingested": report.files_ingested,
             "files_unchanged": report.files_unchanged,
             "files_failed": len(report.failures),
+            "warnings": len(report.warnings),
             "sessions_added": report.inserted.get("session", 0),
             "sessions_total": counts["sessions"],
             "records_added": sum(report.inserted.values()),
@@ -53,16 +57,22 @@ def collected_sessions(
             "run_ids": dg.MetadataValue.json(report.run_ids),
             "judge": judge.kind,
             "llm_calls": judge.stats.calls,
+            "llm_tokens": judge.stats.prompt_tokens + judge.stats.completion_tokens,
+            "llm_cache_hits": judge.stats.cache_hits,
             "duration_s": round(time.monotonic() - started, 3),
         }
     )
 
 
-@dg.asset_check(asset=collected_sessions, blocking=True, description="Every reference points at a stored row.")
+@dg.asset_check(
+    asset=collected_sessions, blocking=True, description="Every reference points at a stored row."
+)
 def references_resolve(store: StoreResource) -> dg.AssetCheckResult:
     with store.open() as opened:
         dangling = {name: int(n) for name, n in opened.query("dangling_references").iter_rows()}
-    return dg.AssetCheckResult(passed=not any(dangling.values()), metadata={"dangling": dg.MetadataValue.json(dangling)})
+    return dg.AssetCheckResult(
+        passed=not any(dangling.values()), metadata={"dangling": dg.MetadataValue.json(dangling)}
+    )
 
 
 @dg.asset(
@@ -79,7 +89,9 @@ def memory_embeddings(
     model = embedder.build()
     with store.open() as opened:
         report = embed_missing(
-            opened, model, on_progress=lambda done, total: context.log.debug(f"embedded {done}/{total}")
+            opened,
+            model,
+            on_progress=lambda done, total: context.log.debug(f"embedded {done}/{total}"),
         )
     return dg.MaterializeResult(
         metadata={

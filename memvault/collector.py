@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault.errors import MemvaultError
+from memvault.errors import JudgeError, MemvaultError
 from memvault.extract import HeuristicExtractor
 from memvault.importers.claude_code import read_session_file, session_files
 from memvault.importers.enrich import llm_records
@@ -32,6 +32,7 @@ class CollectReport:
     files_unchanged: int = 0
     inserted: Counter[str] = field(default_factory=Counter)
     failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -41,6 +42,7 @@ class CollectReport:
             "files_unchanged": self.files_unchanged,
             "inserted": dict(self.inserted),
             "failures": [{"location": loc, "error": err} for loc, err in self.failures],
+            "warnings": self.warnings,
             "run_ids": self.run_ids,
         }
 
@@ -53,17 +55,29 @@ def _unique_by_id(records: Iterable[Record]) -> list[Record]:
     return list(seen.values())
 
 
-def transcript_records(path: Path, judge: Judge | None, *, include_subagents: bool = False) -> list[Record]:
-    """The records of one Claude Code transcript, enriched by the LLM when one is configured."""
-    imported = read_session_file(path, include_subagents=include_subagents, extractor=HeuristicExtractor())
+def transcript_records(
+    path: Path, judge: Judge | None, *, include_subagents: bool = False
+) -> tuple[list[Record], str | None]:
+    """The records of one Claude Code transcript, enriched by the LLM when one is configured.
+
+    Returns the records and, when the LLM failed, why: the transcript is then
+    imported with the offline extractor's entities only.
+    """
+    imported = read_session_file(
+        path, include_subagents=include_subagents, extractor=HeuristicExtractor()
+    )
     if imported is None:
-        return []
-    records = list(imported.records)
+        return [], None
+    records: list[Record] = list(imported.records)
+    problem = None
     if judge is not None and judge.kind != "heuristic":
         session = next(r for r in records if isinstance(r, SessionRecord))
         blocks = [r for r in records if isinstance(r, BlockRecord)]
-        records += llm_records(judge, blocks, session.id)
-    return _unique_by_id(records)
+        try:
+            records += llm_records(judge, blocks, session.id)
+        except JudgeError as exc:
+            problem = f"{path}: LLM extraction failed, imported with offline entities only ({exc})"
+    return _unique_by_id(records), problem
 
 
 def collect(
@@ -78,7 +92,11 @@ def collect(
     """Ingest every new or changed file of both sources."""
     report = CollectReport()
     jsonl = sorted(inbox.glob("*.jsonl")) if inbox and inbox.is_dir() else []
-    transcripts = session_files(claude_projects, include_subagents=include_subagents) if claude_projects else []
+    transcripts = (
+        session_files(claude_projects, include_subagents=include_subagents)
+        if claude_projects
+        else []
+    )
     for path in [*jsonl, *transcripts]:
         report.files_seen += 1
         if on_file:
@@ -91,12 +109,17 @@ def collect(
             if path in jsonl:
                 result = ingest_file(store, path)
             else:
-                records = transcript_records(path, judge, include_subagents=include_subagents)
+                records, problem = transcript_records(
+                    path, judge, include_subagents=include_subagents
+                )
+                if problem:
+                    report.warnings.append(problem)
                 result = ingest_records(
                     store,
                     [Numbered(i, r) for i, r in enumerate(records, 1)],
                     source=str(path),
-                    source_hash=digest,
+                    # Not marked as done when the LLM failed: the next run tries the extraction again.
+                    source_hash=None if problem else digest,
                     size_bytes=path.stat().st_size,
                 )
         except MemvaultError as exc:

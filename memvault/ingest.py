@@ -96,7 +96,7 @@ def describe_validation_error(exc: ValidationError) -> str:
 def parse_line(raw: bytes, context: dict[str, Any]) -> Record:
     """One JSONL line as a record; raises ValueError with a readable cause."""
     try:
-        return RECORD_ADAPTER.validate_json(raw, context=context)  # type: ignore[no-any-return]
+        return RECORD_ADAPTER.validate_json(raw, context=context)
     except ValidationError as exc:
         try:
             raw.decode("utf-8")
@@ -105,7 +105,9 @@ def parse_line(raw: bytes, context: dict[str, Any]) -> Record:
         raise ValueError(describe_validation_error(exc)) from None
 
 
-def read_jsonl(stream: IO[bytes], source: str, *, on_progress: Progress | None = None) -> list[Numbered]:
+def read_jsonl(
+    stream: IO[bytes], source: str, *, on_progress: Progress | None = None
+) -> list[Numbered]:
     """Every record of a JSONL stream, or an IngestError listing the bad lines."""
     context = {"now": utcnow()}
     items: list[Numbered] = []
@@ -160,7 +162,12 @@ class _Resolver:
     def load_existing(self, table: str, ids: set[str], known: set[str]) -> None:
         missing = sorted(ids - known)
         if missing:
-            known.update(r[0] for r in self.store.fetch(f"SELECT id FROM {table} WHERE id = ANY(:ids)", {"ids": missing}))
+            known.update(
+                r[0]
+                for r in self.store.fetch(
+                    f"SELECT id FROM {table} WHERE id = ANY(:ids)", {"ids": missing}
+                )
+            )
 
     def entity(self, ref: str) -> str:
         if ref in self.entity_ids:
@@ -169,8 +176,12 @@ class _Resolver:
         if len(candidates) == 1:
             return next(iter(candidates))
         if not candidates:
-            raise ValueError(f"unknown entity {ref!r}: add an entity record for it (before or in this file)")
-        raise ValueError(f"entity name {ref!r} is ambiguous ({', '.join(sorted(candidates))}); use the id")
+            raise ValueError(
+                f"unknown entity {ref!r}: add an entity record for it (before or in this file)"
+            )
+        raise ValueError(
+            f"entity name {ref!r} is ambiguous ({', '.join(sorted(candidates))}); use the id"
+        )
 
 
 def _resolve(store: Store, by_type: dict[str, list[Numbered]], source: str) -> list[LineProblem]:
@@ -245,7 +256,10 @@ def _split_long_blocks(items: list[Numbered]) -> tuple[list[Numbered], int]:
         split += 1
         parts = split_text(block.text)
         for k, text in enumerate(parts, 1):
-            update: dict[str, Any] = {"text": text.strip() or text, "tags": [*block.tags, f"part:{k}/{len(parts)}"]}
+            update: dict[str, Any] = {
+                "text": text.strip() or text,
+                "tags": [*block.tags, f"part:{k}/{len(parts)}"],
+            }
             if k > 1:
                 update |= {"id": f"{block.id}~p{k}", "parent_id": block.id}
             out.append(Numbered(n.line, block.model_copy(update=update)))
@@ -265,12 +279,16 @@ def _dedupe(items: list[Numbered], source: str) -> tuple[list[Numbered], list[Li
             out.append(n)
         elif first.record != n.record:
             problems.append(
-                LineProblem(source, n.line, f"id {rid!r} also on line {first.line} with different content")
+                LineProblem(
+                    source, n.line, f"id {rid!r} also on line {first.line} with different content"
+                )
             )
     return out, problems
 
 
-def prepare(store: Store, items: Iterable[Numbered], source: str) -> tuple[dict[str, list[Numbered]], int]:
+def prepare(
+    store: Store, items: Iterable[Numbered], source: str
+) -> tuple[dict[str, list[Numbered]], int]:
     """Group, split, de-duplicate and resolve; raises IngestError with every problem found."""
     by_type: dict[str, list[Numbered]] = {t: [] for t in RECORD_TYPES}
     for n in items:
@@ -303,7 +321,9 @@ def ingest_records(
     items = list(items)
     report = IngestReport(source=source, records=len(items))
     by_type, report.split_blocks = prepare(store, items, source)
-    report.run_id = store.begin_run("ingest", {"source": source, "records": len(items)}, run_id=run_id)
+    report.run_id = store.begin_run(
+        "ingest", {"source": source, "records": len(items)}, run_id=run_id
+    )
     try:
         with store.mutation(report.run_id, "ingest") as m:
             new_rows: dict[str, pl.DataFrame] = {}
@@ -312,7 +332,9 @@ def ingest_records(
                 if not records:
                     continue
                 frame = records_to_frame(type_name, [n.record for n in records])
-                inserted = m.insert(MAPPINGS[type_name].table, frame, action="ingest", reason=source)
+                inserted = m.insert(
+                    MAPPINGS[type_name].table, frame, action="ingest", reason=source
+                )
                 new_rows[type_name] = frame.filter(pl.col("id").is_in(inserted))
                 report.inserted[type_name] = len(inserted)
                 report.existing[type_name] = len(records) - len(inserted)
@@ -359,7 +381,11 @@ def ingest_file(
 ) -> IngestReport:
     """Ingest a JSONL file (``-`` reads standard input). Unchanged files are skipped cheaply."""
     if str(path) == "-":
-        return ingest_records(store, read_jsonl(sys.stdin.buffer, "<stdin>", on_progress=on_progress), source="<stdin>")
+        return ingest_records(
+            store,
+            read_jsonl(sys.stdin.buffer, "<stdin>", on_progress=on_progress),
+            source="<stdin>",
+        )
     file = Path(path)
     if not file.is_file():
         raise MemvaultError(f"{file}: no such file")
@@ -368,4 +394,6 @@ def ingest_file(
         return IngestReport(source=str(file), already_ingested=True)
     with file.open("rb") as stream:
         items = read_jsonl(stream, str(file), on_progress=on_progress)
-    return ingest_records(store, items, source=str(file), source_hash=digest, size_bytes=file.stat().st_size)
+    return ingest_records(
+        store, items, source=str(file), source_hash=digest, size_bytes=file.stat().st_size
+    )

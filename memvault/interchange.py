@@ -36,7 +36,7 @@ from memvault.store.tables import JSON_COLUMNS
 class TypeMapping:
     """One record type: its model, its table, and field ↔ column renames."""
 
-    type: str
+    record_type: str
     model: type[Record]
     table: str
     renames: tuple[tuple[str, str], ...] = ()  # (record field, column)
@@ -51,7 +51,7 @@ class TypeMapping:
 
 
 MAPPINGS: dict[str, TypeMapping] = {
-    m.type: m
+    m.record_type: m
     for m in (
         TypeMapping("session", SessionRecord, "sessions"),
         TypeMapping("entity", EntityRecord, "entities"),
@@ -84,7 +84,9 @@ def records_to_frame(type_name: str, records: Sequence[Record]) -> pl.DataFrame:
         column = renames.get(name, name)
         values = [d[name] for d in dicts]
         if column in json_cols:
-            values = [json.dumps(v, ensure_ascii=False) if v else _EMPTY_JSON[type(v)] for v in values]
+            values = [
+                json.dumps(v, ensure_ascii=False) if v else _EMPTY_JSON[type(v)] for v in values
+            ]
         columns[column] = values
     if type_name == "skill_use":
         columns["skill_id"] = [skill_id(name) for name in columns["skill"]]

@@ -57,7 +57,9 @@ Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 def stable_id(prefix: str, *parts: object) -> str:
     """A deterministic id from the parts that make a record what it is."""
-    key = "\x1f".join("" if p is None else (iso(p) if isinstance(p, dt.datetime) else str(p)) for p in parts)
+    key = "\x1f".join(
+        "" if p is None else ((iso(p) or "") if isinstance(p, dt.datetime) else str(p)) for p in parts
+    )
     return f"{prefix}_{hashlib.sha256(key.encode()).hexdigest()[:20]}"
 
 
@@ -100,7 +102,9 @@ class Record(BaseModel):
             if value.tzinfo is not None:
                 value = values[name] = to_utc_naive(value)
             if value < EARLIEST or value > now:
-                problem = check_time(value, field=name, valid_time=name in self.valid_time_fields, now=now)
+                problem = check_time(
+                    value, field=name, valid_time=name in self.valid_time_fields, now=now
+                )
                 if problem:
                     raise ValueError(problem)
         for name in self._str_fields:
@@ -195,7 +199,9 @@ class EntityRecord(Record):
         return self
 
     def derive_id(self) -> str:
-        return stable_id("ent", canonical_name(self.name), canonical_name(self.entity_type) or "concept")
+        return stable_id(
+            "ent", canonical_name(self.name), canonical_name(self.entity_type) or "concept"
+        )
 
 
 class MentionRecord(Record):
@@ -247,7 +253,13 @@ class TripleRecord(Record):
 
     def derive_id(self) -> str:
         return stable_id(
-            "tri", self.subject, self.predicate, self.object, self.object_id, self.valid_at, self.source_session
+            "tri",
+            self.subject,
+            self.predicate,
+            self.object,
+            self.object_id,
+            self.valid_at,
+            self.source_session,
         )
 
 

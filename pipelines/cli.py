@@ -42,7 +42,10 @@ out = Console()
 err = Console(stderr=True)
 
 StoreOpt = Annotated[
-    str | None, typer.Option("--store", "-s", help="Store URL (default: MEMVAULT_STORE, else the local DuckDB file)")
+    str | None,
+    typer.Option(
+        "--store", "-s", help="Store URL (default: MEMVAULT_STORE, else the local DuckDB file)"
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text")]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,7 +65,10 @@ def handles_errors(fn: F) -> F:
                 err.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
             more = exc.total - len(exc.problems)
             tail = f" ({more} more not shown)" if more > 0 else ""
-            err.print(f"[red]error:[/] {exc.total} problem(s){tail}; nothing from this input was written", highlight=False)
+            err.print(
+                f"[red]error:[/] {exc.total} problem(s){tail}; nothing from this input was written",
+                highlight=False,
+            )
             raise typer.Exit(1) from None
         except MemvaultError as exc:
             err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
@@ -91,7 +97,9 @@ _global_store: str | None = None
 
 @app.callback()
 def _global_options(
-    store: Annotated[str | None, typer.Option("--store", "-s", help="Store URL for every command")] = None,
+    store: Annotated[
+        str | None, typer.Option("--store", "-s", help="Store URL for every command")
+    ] = None,
 ) -> None:
     """Options accepted before the command name too (``memvault --store URL status``)."""
     global _global_store
@@ -127,7 +135,11 @@ def counts_table(title: str, before: dict[str, int] | None, after: dict[str, int
 
 def byte_progress() -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err,
     )
 
 
@@ -139,11 +151,17 @@ def byte_progress() -> Progress:
 def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Create the store (or bring its schema up to date)."""
     with opened(store) as handle:
-        info = {"store": handle.url, "backend": handle.kind, "schema_version": handle.schema_version()}
+        info = {
+            "store": handle.url,
+            "backend": handle.kind,
+            "schema_version": handle.schema_version(),
+        }
     if as_json:
         emit_json(info)
     else:
-        out.print(f"store ready: {info['store']} ({info['backend']}, schema v{info['schema_version']})")
+        out.print(
+            f"store ready: {info['store']} ({info['backend']}, schema v{info['schema_version']})"
+        )
 
 
 @app.command()
@@ -152,7 +170,9 @@ def status(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Row counts and the latest runs."""
     with opened(store) as handle:
         counts = handle.counts(COUNTED_TABLES)
-        runs = handle.fetch_df("SELECT id, kind, status, started_at FROM runs ORDER BY started_at DESC LIMIT 5")
+        runs = handle.fetch_df(
+            "SELECT id, kind, status, started_at FROM runs ORDER BY started_at DESC LIMIT 5"
+        )
         info = {"store": handle.url, "schema_version": handle.schema_version(), "counts": counts}
     if as_json:
         emit_json(info | {"recent_runs": runs.to_dicts()})
@@ -166,19 +186,29 @@ def status(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
 @app.command()
 @handles_errors
 def ingest(
-    source: Annotated[str, typer.Argument(help="A JSONL file, '-' for standard input, or a directory with --from")],
+    source: Annotated[
+        str, typer.Argument(help="A JSONL file, '-' for standard input, or a directory with --from")
+    ],
     store: StoreOpt = None,
     from_format: Annotated[
-        str, typer.Option("--from", help="Input format: 'jsonl' (interchange) or 'claude-code' (transcripts)")
+        str,
+        typer.Option(
+            "--from", help="Input format: 'jsonl' (interchange) or 'claude-code' (transcripts)"
+        ),
     ] = "jsonl",
-    force: Annotated[bool, typer.Option(help="Re-read inputs whose content was ingested before")] = False,
-    include_subagents: Annotated[bool, typer.Option(help="claude-code: also import subagent transcripts")] = False,
+    force: Annotated[
+        bool, typer.Option(help="Re-read inputs whose content was ingested before")
+    ] = False,
+    include_subagents: Annotated[
+        bool, typer.Option(help="claude-code: also import subagent transcripts")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add sessions, blocks, entities and facts to the store (all of a file, or none of it)."""
     from memvault.collector import collect
     from memvault.ingest import ingest_file
     from memvault.judge import make_judge
+    from memvault.judge.store_cache import StoreJudgeCache
 
     with opened(store) as handle:
         if from_format == "claude-code":
@@ -190,7 +220,7 @@ def ingest(
                     handle,
                     inbox=None,
                     claude_projects=root,
-                    judge=make_judge(),
+                    judge=make_judge(cache=StoreJudgeCache(handle)),
                     include_subagents=include_subagents,
                     on_file=lambda path: spinner.update(f"importing {Path(path).name}"),
                 )
@@ -212,7 +242,9 @@ def ingest(
     else:
         inserted = result.get("inserted", {})
         if result.get("already_ingested"):
-            out.print(f"{source}: already ingested (same content); nothing to do (--force re-reads it)")
+            out.print(
+                f"{source}: already ingested (same content); nothing to do (--force re-reads it)"
+            )
         else:
             added = ", ".join(f"{n} {t}" for t, n in inserted.items() if n) or "nothing new"
             out.print(f"ingested {source}: {added}")
@@ -225,8 +257,12 @@ def ingest(
 @handles_errors
 def export(
     store: StoreOpt = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout)")] = None,
-    types: Annotated[list[str] | None, typer.Option("--type", "-t", help="Only these record types")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write (default: stdout)")
+    ] = None,
+    types: Annotated[
+        list[str] | None, typer.Option("--type", "-t", help="Only these record types")
+    ] = None,
 ) -> None:
     """Write the store as JSONL interchange records (ingest reads them back)."""
     from memvault.export import write_export
@@ -234,7 +270,9 @@ def export(
     chosen = tuple(types) if types else RECORD_TYPES
     unknown = [t for t in chosen if t not in RECORD_TYPES]
     if unknown:
-        raise MemvaultError(f"unknown record type(s) {', '.join(unknown)}: use {', '.join(RECORD_TYPES)}")
+        raise MemvaultError(
+            f"unknown record type(s) {', '.join(unknown)}: use {', '.join(RECORD_TYPES)}"
+        )
     with opened(store) as handle:
         if output is None:
             write_export(handle, sys.stdout, chosen)
@@ -250,7 +288,9 @@ def export(
 @handles_errors
 def runs(
     store: StoreOpt = None,
-    kind: Annotated[str | None, typer.Option(help="Only runs of this kind (ingest, dream, undo, ...)")] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Only runs of this kind (ingest, dream, undo, ...)")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1)] = 20,
     as_json: JsonOpt = False,
 ) -> None:
@@ -269,7 +309,13 @@ def runs(
         return
     table = Table("started", "run id", "kind", "status", "changes")
     for r in rows:
-        table.add_row(f"{r['started_at']:%Y-%m-%d %H:%M:%S}", r["id"], r["kind"], r["status"], f"{r['changes']:,}")
+        table.add_row(
+            f"{r['started_at']:%Y-%m-%d %H:%M:%S}",
+            r["id"],
+            r["kind"],
+            r["status"],
+            f"{r['changes']:,}",
+        )
     out.print(table)
 
 
@@ -278,17 +324,23 @@ def runs(
 def undo(
     run_id: Annotated[str, typer.Argument(help="The run to revert (see `memvault runs`)")],
     store: StoreOpt = None,
-    force: Annotated[bool, typer.Option(help="Undo even if later runs changed the same rows")] = False,
+    force: Annotated[
+        bool, typer.Option(help="Undo even if later runs changed the same rows")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Restore the before-image of every change a run made (itself audited, so it can be undone)."""
     with opened(store) as handle:
         report = undo_run(handle, run_id, force=force)
     if as_json:
-        emit_json({"run_id": run_id, "undo_run_id": report.undo_run_id, "restored": dict(report.restored)})
+        emit_json(
+            {"run_id": run_id, "undo_run_id": report.undo_run_id, "restored": dict(report.restored)}
+        )
     else:
         detail = ", ".join(f"{n} {t}" for t, n in report.restored.items())
-        out.print(f"undid {run_id}: restored {report.total} rows ({detail}); undo it with `memvault undo {report.undo_run_id}`")
+        out.print(
+            f"undid {run_id}: restored {report.total} rows ({detail}); undo it with `memvault undo {report.undo_run_id}`"
+        )
 
 
 @app.command()
@@ -301,23 +353,35 @@ def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
     with err.status("collecting ..."):
         result = run_assets(url, groups=["collector"], instance=persistent_instance())
-    summary = {"success": result.success, "assets": materializations(result), "checks": check_results(result)}
+    summary = {
+        "success": result.success,
+        "assets": materializations(result),
+        "checks": check_results(result),
+    }
     if as_json:
         emit_json(summary)
     else:
         for key, meta in summary["assets"].items():
-            out.print(f"{key}: " + ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, dict | list)))
+            out.print(
+                f"{key}: "
+                + ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, dict | list))
+            )
         for name, passed in summary["checks"].items():
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
-        raise MemvaultError("the collector run failed; see the Dagster UI (`memvault ui`) for the step log")
+        raise MemvaultError(
+            "the collector run failed; see the Dagster UI (`memvault ui`) for the step log"
+        )
 
 
 @app.command()
 @handles_errors
 def demo(
     store: Annotated[
-        str | None, typer.Option("--store", "-s", help="Where to build the demo store (default .memvault/demo.duckdb)")
+        str | None,
+        typer.Option(
+            "--store", "-s", help="Where to build the demo store (default .memvault/demo.duckdb)"
+        ),
     ] = None,
     sessions: Annotated[int, typer.Option(min=1, help="Sessions to generate")] = 240,
     days: Annotated[int, typer.Option(min=1, help="Days of history")] = 150,
@@ -331,7 +395,9 @@ def demo(
     if as_json:
         emit_json(summary)
         return
-    out.print(counts_table("memvault demo: counts before → after", summary["before"], summary["after"]))
+    out.print(
+        counts_table("memvault demo: counts before → after", summary["before"], summary["after"])
+    )
     for key, meta in summary["assets"].items():
         shown = {k: v for k, v in meta.items() if not isinstance(v, dict | list)}
         out.print(f"[bold]{key}[/]: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
@@ -339,7 +405,9 @@ def demo(
         out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     out.print(f"\nstore: {summary['store']}")
     out.print(f"history file: {summary['history_file']}")
-    out.print(f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)")
+    out.print(
+        f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)"
+    )
     if not summary["success"]:
         raise typer.Exit(1)
 
@@ -356,7 +424,9 @@ def ui(
 
     exe = shutil.which("dagster") or str(Path(sys.executable).with_name("dagster"))
     env = os.environ | {"DAGSTER_HOME": str(dagster_home()), "MEMVAULT_STORE": chosen_store(store)}
-    err.print(f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, DAGSTER_HOME {env['DAGSTER_HOME']})")
+    err.print(
+        f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, DAGSTER_HOME {env['DAGSTER_HOME']})"
+    )
     code = subprocess.call(
         [exe, "dev", "-m", "pipelines.definitions", "--host", host, "--port", str(port)], env=env
     )

@@ -31,7 +31,9 @@ def fresh_store(url: str) -> None:
     if empty:
         return
     if not replaceable or path is None:
-        raise MemvaultError(f"{url} already holds data; the demo needs an empty store (choose another --store)")
+        raise MemvaultError(
+            f"{url} already holds data; the demo needs an empty store (choose another --store)"
+        )
     for leftover in (Path(path), Path(f"{path}.wal")):
         leftover.unlink(missing_ok=True)
 
@@ -53,7 +55,9 @@ def run_demo(
 
     config = DemoConfig(sessions=sessions, days=days, seed=seed)
     records, _truth = generate(config)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
+    ) as bar:
         task = bar.add_task("generating history (records)", total=None)
 
         def counted():
@@ -62,7 +66,9 @@ def run_demo(
                 yield record
 
         written = write_jsonl(counted(), history)
-    console.print(f"generated {written:,} records over {days} days ({sessions} sessions) → {history}")
+    console.print(
+        f"generated {written:,} records over {days} days ({sessions} sessions) → {history}"
+    )
 
     with console.status("running the assets (collect, embed, ...)"):
         result = run_assets(

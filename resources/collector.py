@@ -16,9 +16,12 @@ def _claude_default() -> str | None:
 
 
 class CollectorSourcesResource(dg.ConfigurableResource):
-    inbox: str = Field(default_factory=lambda: str(inbox_dir()), description="JSONL inbox (MEMVAULT_INBOX)")
+    inbox: str = Field(
+        default_factory=lambda: str(inbox_dir()), description="JSONL inbox (MEMVAULT_INBOX)"
+    )
     claude_projects: str | None = Field(
-        default_factory=_claude_default, description="Claude Code projects dir (MEMVAULT_CLAUDE_PROJECTS)"
+        default_factory=_claude_default,
+        description="Claude Code projects dir (MEMVAULT_CLAUDE_PROJECTS)",
     )
     include_subagents: bool = False
 

@@ -11,7 +11,9 @@ from memvault.judge import Judge, JudgeCache, JudgeSettings, make_judge
 class JudgeResource(dg.ConfigurableResource):
     """Fields left empty fall back to the MEMVAULT_LLM_* environment variables."""
 
-    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (MEMVAULT_LLM_BASE_URL)")
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint (MEMVAULT_LLM_BASE_URL)"
+    )
     model: str | None = Field(None, description="Primary model (MEMVAULT_LLM_MODEL)")
     escalation_model: str | None = Field(None, description="Escalation model")
     api_key: str | None = Field(None, description="API key; prefer dg.EnvVar")

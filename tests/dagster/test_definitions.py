@@ -1,0 +1,47 @@
+"""The code location loads, and its asset graph is what we mean it to be."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.definitions import defs
+
+# A snapshot of the graph: an accidental change (a renamed asset, a lost dependency,
+# a check that stopped blocking) shows up here in review.
+EXPECTED_GRAPH = {
+    "collected_sessions": {"group": "collector", "deps": set()},
+    "memory_embeddings": {"group": "collector", "deps": {"collected_sessions"}},
+}
+
+
+def test_definitions_load() -> None:
+    dg.Definitions.validate_loadable(defs)
+
+
+def test_asset_graph_snapshot() -> None:
+    graph = defs.resolve_asset_graph()
+    actual = {
+        key.to_user_string(): {
+            "group": graph.get(key).group_name,
+            "deps": {p.to_user_string() for p in graph.get(key).parent_keys},
+        }
+        for key in graph.get_all_asset_keys()
+    }
+    assert actual == EXPECTED_GRAPH
+
+
+def test_store_writers_share_one_pool() -> None:
+    graph = defs.resolve_asset_graph()
+    pools = {key.to_user_string(): set(graph.get(key).pools) for key in graph.get_all_asset_keys()}
+    assert all(p == {"memvault_store"} for p in pools.values()), pools
+
+
+def test_checks_and_schedules() -> None:
+    checks = {
+        key.name: key.asset_key.to_user_string()
+        for key in defs.resolve_asset_graph().asset_check_keys
+    }
+    assert checks == {"references_resolve": "collected_sessions"}
+    schedule = defs.resolve_schedule_def("collector_daily")
+    assert schedule.cron_schedule == "15 2 * * *"
+    assert schedule.job_name == "collect_job"
