@@ -11,7 +11,7 @@ from memvault.store import Store
 __version__ = "0.1.0"
 
 
-def open(url: str, *, read_only: bool = False) -> Store:  # noqa: A001 - the API's name
+def open(url: str, *, read_only: bool = False) -> Store:
     """Open (and create or migrate) the store at ``url``: ``duckdb:///path`` or ``postgresql://...``."""
     return Store.open(url, read_only=read_only)
 

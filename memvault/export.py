@@ -25,7 +25,8 @@ def export_records(store: Store, types: Sequence[str] = RECORD_TYPES) -> Iterato
         last = ""
         while True:
             batch = store.fetch_df(
-                f"SELECT * FROM {table} WHERE id > :last ORDER BY id LIMIT {BATCH_ROWS}", {"last": last}
+                f"SELECT * FROM {table} WHERE id > :last ORDER BY id LIMIT {BATCH_ROWS}",
+                {"last": last},
             )
             if batch.is_empty():
                 break

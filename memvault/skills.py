@@ -25,7 +25,9 @@ def compute_skills(uses: pl.DataFrame, now: dt.datetime) -> pl.DataFrame:
     if uses.is_empty():
         return pl.DataFrame()
     age_days = (pl.lit(now) - pl.col("used_at")).dt.total_seconds() / 86_400.0
-    decayed = (0.5 + pl.col("proficiency")) * (0.5 ** (age_days.clip(lower_bound=0) / HALF_LIFE_DAYS))
+    decayed = (0.5 + pl.col("proficiency")) * (
+        0.5 ** (age_days.clip(lower_bound=0) / HALF_LIFE_DAYS)
+    )
     level = pl.lit("L1")
     for threshold, name in reversed(LEVELS):
         level = pl.when(pl.col("xp") >= threshold).then(pl.lit(name)).otherwise(level)
@@ -37,21 +39,39 @@ def compute_skills(uses: pl.DataFrame, now: dt.datetime) -> pl.DataFrame:
             decayed.sum().alias("xp"),
             pl.len().alias("uses"),
             pl.col("used_at").max().alias("last_used_at"),
-            pl.col("session_id").drop_nulls().unique(maintain_order=True).tail(EVIDENCE_KEPT).alias("ev"),
+            pl.col("session_id")
+            .drop_nulls()
+            .unique(maintain_order=True)
+            .tail(EVIDENCE_KEPT)
+            .alias("ev"),
         )
         .with_columns(
             level.alias("level"),
             pl.lit(HALF_LIFE_DAYS).alias("half_life_days"),
-            pl.col("ev").map_elements(lambda s: json.dumps(list(s)), return_dtype=pl.Utf8).alias("evidence"),
+            pl.col("ev")
+            .map_elements(lambda s: json.dumps(list(s)), return_dtype=pl.Utf8)
+            .alias("evidence"),
             pl.lit(now).alias("updated_at"),
         )
         .rename({"skill_id": "id"})
-        .select("id", "name", "level", "xp", "half_life_days", "uses", "last_used_at", "evidence", "updated_at")
+        .select(
+            "id",
+            "name",
+            "level",
+            "xp",
+            "half_life_days",
+            "uses",
+            "last_used_at",
+            "evidence",
+            "updated_at",
+        )
         .sort("id")
     )
 
 
-def recompute_skills(store: Store, mutation: Mutation, skill_ids: list[str], now: dt.datetime) -> int:
+def recompute_skills(
+    store: Store, mutation: Mutation, skill_ids: list[str], now: dt.datetime
+) -> int:
     """Refresh the ``skills`` rows of the given skills inside ``mutation``; returns rows written."""
     if not skill_ids:
         return 0
@@ -59,7 +79,9 @@ def recompute_skills(store: Store, mutation: Mutation, skill_ids: list[str], now
     fresh = compute_skills(uses, now)
     if fresh.is_empty():
         return 0
-    existing = {r[0] for r in store.fetch("SELECT id FROM skills WHERE id = ANY(:ids)", {"ids": skill_ids})}
+    existing = {
+        r[0] for r in store.fetch("SELECT id FROM skills WHERE id = ANY(:ids)", {"ids": skill_ids})
+    }
     is_old = pl.col("id").is_in(list(existing))
     written = len(mutation.insert("skills", fresh.filter(~is_old), action="derive"))
     written += mutation.update_many("skills", fresh.filter(is_old), action="derive")

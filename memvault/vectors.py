@@ -57,7 +57,9 @@ def embed_missing(
         embedded[kind] = 0
         for start in range(0, frame.height, batch_size):
             batch = frame.slice(start, batch_size)
-            vectors = np.ascontiguousarray(embedder.embed(batch["text"].to_list()), dtype=np.float32)
+            vectors = np.ascontiguousarray(
+                embedder.embed(batch["text"].to_list()), dtype=np.float32
+            )
             rows = pl.DataFrame(
                 {
                     "target_kind": [kind] * batch.height,
@@ -72,7 +74,10 @@ def embed_missing(
             )
             with store.transaction():
                 store.backend.insert_df(
-                    "embeddings", rows, key=("target_kind", "target_id", "model"), on_conflict="replace"
+                    "embeddings",
+                    rows,
+                    key=("target_kind", "target_id", "model"),
+                    on_conflict="replace",
                 )
             embedded[kind] += batch.height
             done += batch.height
@@ -98,5 +103,7 @@ def load_vectors(store: Store, kind: str, model: str) -> tuple[list[str], np.nda
     )
     if df.is_empty():
         return [], np.zeros((0, 0), dtype=np.float32)
-    matrix = np.frombuffer(b"".join(df["vector"].to_list()), dtype=np.float32).reshape(df.height, -1)
+    matrix = np.frombuffer(b"".join(df["vector"].to_list()), dtype=np.float32).reshape(
+        df.height, -1
+    )
     return df["target_id"].to_list(), matrix

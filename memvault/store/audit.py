@@ -85,11 +85,15 @@ class Mutation:
     @staticmethod
     def _check(table: str) -> None:
         if table not in AUDITED_TABLES:
-            raise StoreError(f"{table} is not a memory table; it is not written through the audited path")
+            raise StoreError(
+                f"{table} is not a memory table; it is not written through the audited path"
+            )
 
     # -- writes ------------------------------------------------------------------------------
 
-    def insert(self, table: str, df: pl.DataFrame, *, action: str = "insert", reason: str | None = None) -> list[str]:
+    def insert(
+        self, table: str, df: pl.DataFrame, *, action: str = "insert", reason: str | None = None
+    ) -> list[str]:
         """Insert rows whose id is new; rows whose id exists are left alone. Returns inserted ids."""
         self._check(table)
         if df.is_empty():
@@ -102,7 +106,9 @@ class Mutation:
             self._log(table, action, df["id"].to_list(), [None] * df.height, _images(df), reason)
         return [str(i) for i in inserted]
 
-    def update_many(self, table: str, changes: pl.DataFrame, *, action: str, reason: str | None = None) -> int:
+    def update_many(
+        self, table: str, changes: pl.DataFrame, *, action: str, reason: str | None = None
+    ) -> int:
         """Apply per-row changes (an ``id`` column plus the columns to set). Returns rows changed."""
         self._check(table)
         if changes.is_empty():
@@ -116,24 +122,38 @@ class Mutation:
             if before.is_empty():
                 return 0
             sets = ", ".join(f"{ident(c)} = s.{ident(c)}" for c in changes.columns if c != "id")
-            backend.execute(f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id")
+            backend.execute(
+                f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id"
+            )
         before = self.store.conform(table, before)
         after = before.update(changes, on="id")
         self._log(table, action, before["id"].to_list(), _images(before), _images(after), reason)
         return before.height
 
-    def update(self, table: str, row_id: str, changes: dict[str, Any], *, action: str, reason: str | None = None) -> bool:
+    def update(
+        self,
+        table: str,
+        row_id: str,
+        changes: dict[str, Any],
+        *,
+        action: str,
+        reason: str | None = None,
+    ) -> bool:
         """Change one row; False when no row has that id."""
         frame = pl.DataFrame([{"id": row_id, **changes}])
         return self.update_many(table, frame, action=action, reason=reason) == 1
 
-    def restore(self, table: str, row_id: str, image: dict[str, Any] | None, *, reason: str) -> None:
+    def restore(
+        self, table: str, row_id: str, image: dict[str, Any] | None, *, reason: str
+    ) -> None:
         """Make the row equal ``image`` again (absent when ``image`` is None). Used by undo only."""
         self._check(table)
         current = self.store.get_row(table, row_id)
         if image is None:
             if current is not None:
-                self.store.backend.execute(f"DELETE FROM {ident(table)} WHERE id = :id", {"id": row_id})
+                self.store.backend.execute(
+                    f"DELETE FROM {ident(table)} WHERE id = :id", {"id": row_id}
+                )
                 self._log(table, "undo-remove", [row_id], [encode_image(current)], [None], reason)
             return
         frame = self.store.conform(table, _decode_image(self.store, table, image))
@@ -143,8 +163,12 @@ class Mutation:
             backend = self.store.backend
             with backend.staged(table, frame) as staging:
                 sets = ", ".join(f"{ident(c)} = s.{ident(c)}" for c in frame.columns if c != "id")
-                backend.execute(f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id")
-        self._log(table, "undo-restore", [row_id], [encode_image(current)], [encode_image(image)], reason)
+                backend.execute(
+                    f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id"
+                )
+        self._log(
+            table, "undo-restore", [row_id], [encode_image(current)], [encode_image(image)], reason
+        )
 
 
 def _decode_image(store: Store, table: str, image: dict[str, Any]) -> pl.DataFrame:
@@ -214,12 +238,15 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
         seen[(table, target)] = before
     with store.mutation(report.undo_run_id, "undo") as m:
         for (table, target), before in seen.items():
-            m.restore(table, target, json.loads(before) if before else None, reason=f"undo of {run_id}")
+            m.restore(
+                table, target, json.loads(before) if before else None, reason=f"undo of {run_id}"
+            )
             report.restored[table] += 1
         store.backend.execute("UPDATE runs SET status = 'undone' WHERE id = :id", {"id": run_id})
         if run["kind"] == "undo" and run["params"].get("undoes"):  # undoing an undo revives the run
             store.backend.execute(
-                "UPDATE runs SET status = 'succeeded' WHERE id = :id", {"id": run["params"]["undoes"]}
+                "UPDATE runs SET status = 'succeeded' WHERE id = :id",
+                {"id": run["params"]["undoes"]},
             )
     store.finish_run(report.undo_run_id, "succeeded", {"restored": dict(report.restored)})
     return report

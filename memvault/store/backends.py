@@ -41,7 +41,12 @@ class Backend(Protocol):
     def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
     def fetch_df(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame: ...
     def insert_df(
-        self, table: str, df: pl.DataFrame, *, key: Sequence[str] = ("id",), on_conflict: str = "ignore"
+        self,
+        table: str,
+        df: pl.DataFrame,
+        *,
+        key: Sequence[str] = ("id",),
+        on_conflict: str = "ignore",
     ) -> list[Any]: ...
     def columns(self, table: str) -> list[tuple[str, str]]: ...
     def staged(self, table: str, df: pl.DataFrame) -> Any: ...
@@ -75,7 +80,12 @@ class _BulkInsert:
         raise NotImplementedError
 
     def insert_df(
-        self, table: str, df: pl.DataFrame, *, key: Sequence[str] = ("id",), on_conflict: str = "ignore"
+        self,
+        table: str,
+        df: pl.DataFrame,
+        *,
+        key: Sequence[str] = ("id",),
+        on_conflict: str = "ignore",
     ) -> list[Any]:
         """Insert the rows of ``df``; returns the keys of the rows actually inserted.
 
@@ -251,7 +261,9 @@ class PostgresBackend(_BulkInsert):
         with self.transaction():
             # Only the frame's columns, typed like the table's, without its constraints.
             self.con.execute(f"DROP TABLE IF EXISTS {staging}")
-            self.con.execute(f"CREATE TEMP TABLE {staging} AS SELECT {cols} FROM {ident(table)} WITH NO DATA")
+            self.con.execute(
+                f"CREATE TEMP TABLE {staging} AS SELECT {cols} FROM {ident(table)} WITH NO DATA"
+            )
             with self.con.cursor().copy(f"COPY {staging} ({cols}) FROM STDIN (FORMAT csv)") as copy:
                 copy.write(_csv_for_copy(df))
             yield staging
@@ -259,7 +271,9 @@ class PostgresBackend(_BulkInsert):
     def append_df(self, table: str, df: pl.DataFrame) -> None:
         # COPY straight into the table: no staging table, no second pass over the rows.
         cols = ", ".join(ident(c) for c in df.columns)
-        with self.con.cursor().copy(f"COPY {ident(table)} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+        with self.con.cursor().copy(
+            f"COPY {ident(table)} ({cols}) FROM STDIN (FORMAT csv)"
+        ) as copy:
             copy.write(_csv_for_copy(df))
 
     def columns(self, table: str) -> list[tuple[str, str]]:
@@ -286,7 +300,9 @@ class PostgresBackend(_BulkInsert):
         self.con.close()
 
 
-def _insert_sql(table: str, df: pl.DataFrame, staging: str, key: Sequence[str], on_conflict: str) -> str:
+def _insert_sql(
+    table: str, df: pl.DataFrame, staging: str, key: Sequence[str], on_conflict: str
+) -> str:
     cols = ", ".join(ident(c) for c in df.columns)
     returning = ", ".join(ident(k) for k in key)
     return (
@@ -300,7 +316,10 @@ def _csv_for_copy(df: pl.DataFrame) -> bytes:
     binary = [c for c, t in df.schema.items() if t == pl.Binary]
     if binary:
         df = df.with_columns(
-            pl.when(pl.col(c).is_null()).then(None).otherwise(pl.lit("\\x") + pl.col(c).bin.encode("hex")).alias(c)
+            pl.when(pl.col(c).is_null())
+            .then(None)
+            .otherwise(pl.lit("\\x") + pl.col(c).bin.encode("hex"))
+            .alias(c)
             for c in binary
         )
     buf = io.BytesIO()

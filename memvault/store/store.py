@@ -112,7 +112,9 @@ class Store:
             cols = self.backend.columns(table)
             if not cols:
                 raise StoreError(f"table {table!r} does not exist in this store")
-            self._schemas[table] = {name: _POLARS_TYPES.get(kind.lower(), pl.Utf8()) for name, kind in cols}
+            self._schemas[table] = {
+                name: _POLARS_TYPES.get(kind.lower(), pl.Utf8()) for name, kind in cols
+            }
         return self._schemas[table]
 
     def conform(self, table: str, df: pl.DataFrame) -> pl.DataFrame:
@@ -139,7 +141,9 @@ class Store:
         df = self.fetch_df(f"SELECT * FROM {ident(table)} WHERE id = :id", {"id": row_id})
         return df.row(0, named=True) if df.height else None
 
-    def read_table(self, table: str, where: str = "", params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+    def read_table(
+        self, table: str, where: str = "", params: Mapping[str, Any] | None = None
+    ) -> pl.DataFrame:
         """A whole table (optionally filtered), ordered by id, typed as in the database."""
         sql = f"SELECT * FROM {ident(table)} {('WHERE ' + where) if where else ''} ORDER BY 1"
         df = self.fetch_df(sql, params)
@@ -168,20 +172,33 @@ class Store:
 
     # -- runs --------------------------------------------------------------------------------
 
-    def begin_run(self, kind: str, params: Mapping[str, Any] | None = None, run_id: str | None = None) -> str:
+    def begin_run(
+        self, kind: str, params: Mapping[str, Any] | None = None, run_id: str | None = None
+    ) -> str:
         run_id = run_id or new_run_id(kind)
         existing = self.get_row("runs", run_id)
         if existing is None:
             self.backend.execute(
                 "INSERT INTO runs (id, kind, status, started_at, params) VALUES (:id, :k, 'running', :t, :p)",
-                {"id": run_id, "k": kind, "t": utcnow(), "p": json.dumps(dict(params or {}), default=str)},
+                {
+                    "id": run_id,
+                    "k": kind,
+                    "t": utcnow(),
+                    "p": json.dumps(dict(params or {}), default=str),
+                },
             )
         else:  # a resumed run keeps its id and history
-            self.backend.execute("UPDATE runs SET status = 'running', error = NULL WHERE id = :id", {"id": run_id})
+            self.backend.execute(
+                "UPDATE runs SET status = 'running', error = NULL WHERE id = :id", {"id": run_id}
+            )
         return run_id
 
     def finish_run(
-        self, run_id: str, status: str, stats: Mapping[str, Any] | None = None, error: str | None = None
+        self,
+        run_id: str,
+        status: str,
+        stats: Mapping[str, Any] | None = None,
+        error: str | None = None,
     ) -> None:
         self.backend.execute(
             "UPDATE runs SET status = :s, finished_at = :t, stats = :st, error = :e WHERE id = :id",

@@ -29,7 +29,13 @@ def _write(path: Path, *records: dict | str | bytes) -> Path:
 
 
 def _block(text: str, **extra: object) -> dict:
-    return {"type": "block", "session_id": "s1", "text": text, "created_at": "2026-02-01T10:05:00Z", **extra}
+    return {
+        "type": "block",
+        "session_id": "s1",
+        "text": text,
+        "created_at": "2026-02-01T10:05:00Z",
+        **extra,
+    }
 
 
 def test_export_ingest_export_round_trips(store: Store, tmp_path: Path, store_url: str) -> None:
@@ -60,8 +66,13 @@ def test_names_resolve_to_entities_of_earlier_files(store: Store, tmp_path: Path
     ingest_file(store, SMALL)
     later = _write(
         tmp_path / "later.jsonl",
-        {"type": "triple", "subject": "ada lovelace", "predicate": "lives in", "object": "London",
-         "created_at": "2026-02-01T10:00:00Z"},
+        {
+            "type": "triple",
+            "subject": "ada lovelace",
+            "predicate": "lives in",
+            "object": "London",
+            "created_at": "2026-02-01T10:00:00Z",
+        },
     )
     ingest_file(store, later)
     rows = store.fetch("SELECT subject_id, predicate FROM triples WHERE predicate = 'lives_in'")
@@ -85,7 +96,9 @@ def test_malformed_line_names_file_and_line(store: Store, tmp_path: Path) -> Non
 
 
 def test_all_problems_are_listed_not_just_the_first(store: Store, tmp_path: Path) -> None:
-    path = _write(tmp_path / "bad.jsonl", SESSION, "{oops", _block("ok"), '{"type":"blok"}', _block(""))
+    path = _write(
+        tmp_path / "bad.jsonl", SESSION, "{oops", _block("ok"), '{"type":"blok"}', _block("")
+    )
     err = _expect_error(store, path, r":2:")
     assert [p.line for p in err.problems] == [2, 4, 5]
     assert "unknown record type 'blok'" in err.problems[1].message
@@ -93,8 +106,11 @@ def test_all_problems_are_listed_not_just_the_first(store: Store, tmp_path: Path
 
 
 def test_invalid_utf8_is_rejected_with_its_position(store: Store, tmp_path: Path) -> None:
-    path = _write(tmp_path / "bad.jsonl", SESSION, b'{"type":"block","session_id":"s1","text":"caf\xe9",'
-                  b'"created_at":"2026-02-01T10:00:00Z"}')
+    path = _write(
+        tmp_path / "bad.jsonl",
+        SESSION,
+        b'{"type":"block","session_id":"s1","text":"caf\xe9","created_at":"2026-02-01T10:00:00Z"}',
+    )
     _expect_error(store, path, r":2: invalid UTF-8 at byte 45")
 
 
@@ -111,11 +127,16 @@ def test_a_one_megabyte_text_is_split_into_parts_without_loss(store: Store, tmp_
     report = ingest_file(store, path)
     assert report.split_blocks == 1
     parts = store.fetch_df("SELECT id, text, parent_id FROM blocks ORDER BY created_at, id")
-    assert parts.height == -(-len(text) // MAX_TEXT_CHARS) or parts.height > len(text) // MAX_TEXT_CHARS
+    assert (
+        parts.height == -(-len(text) // MAX_TEXT_CHARS)
+        or parts.height > len(text) // MAX_TEXT_CHARS
+    )
     assert all(len(t) <= MAX_TEXT_CHARS for t in parts["text"])
     assert parts.filter(parts["id"] == "big")["parent_id"][0] is None
     assert set(parts["parent_id"].drop_nulls()) == {"big"}
-    ordered = sorted(parts.to_dicts(), key=lambda r: int(r["id"].split("~p")[1]) if "~p" in r["id"] else 1)
+    ordered = sorted(
+        parts.to_dicts(), key=lambda r: int(r["id"].split("~p")[1]) if "~p" in r["id"] else 1
+    )
     assert "".join(r["text"] for r in ordered).replace(" ", "").replace("\n", "") == text.replace(
         " ", ""
     ).replace("\n", "")
@@ -134,7 +155,13 @@ def test_unknown_field_is_named(store: Store, tmp_path: Path) -> None:
 def test_triple_naming_an_unknown_entity(store: Store, tmp_path: Path) -> None:
     path = _write(
         tmp_path / "t.jsonl",
-        {"type": "triple", "subject": "Nobody", "predicate": "works_at", "object": "X", "created_at": "2026-01-01"},
+        {
+            "type": "triple",
+            "subject": "Nobody",
+            "predicate": "works_at",
+            "object": "X",
+            "created_at": "2026-01-01",
+        },
     )
     _expect_error(store, path, r":1: unknown entity 'Nobody'")
 
@@ -144,9 +171,17 @@ def test_ambiguous_entity_name_asks_for_the_id(store: Store, tmp_path: Path) -> 
         tmp_path / "t.jsonl",
         {"type": "entity", "id": "sam-1", "name": "Sam Lee", "entity_type": "person"},
         {"type": "entity", "id": "sam-2", "name": "Sam Lee", "entity_type": "person"},
-        {"type": "triple", "subject": "Sam Lee", "predicate": "lives_in", "object": "Oslo", "created_at": "2026-01-01"},
+        {
+            "type": "triple",
+            "subject": "Sam Lee",
+            "predicate": "lives_in",
+            "object": "Oslo",
+            "created_at": "2026-01-01",
+        },
     )
-    _expect_error(store, path, r":3: entity name 'Sam Lee' is ambiguous \(sam-1, sam-2\); use the id")
+    _expect_error(
+        store, path, r":3: entity name 'Sam Lee' is ambiguous \(sam-1, sam-2\); use the id"
+    )
 
 
 def test_block_of_an_unknown_session(store: Store, tmp_path: Path) -> None:
@@ -169,11 +204,21 @@ def test_bad_dates(store: Store, tmp_path: Path, value: str, pattern: str) -> No
 
 def test_valid_time_may_lie_ahead_but_not_far(store: Store, tmp_path: Path) -> None:
     base = {"type": "entity", "id": "ada", "name": "Ada"}
-    soon = {"type": "triple", "subject": "ada", "predicate": "works_at", "object": "Next Co",
-            "valid_at": "2027-06-01", "created_at": "2026-01-01"}
+    soon = {
+        "type": "triple",
+        "subject": "ada",
+        "predicate": "works_at",
+        "object": "Next Co",
+        "valid_at": "2027-06-01",
+        "created_at": "2026-01-01",
+    }
     ingest_file(store, _write(tmp_path / "ok.jsonl", base, soon))
     far = dict(soon, valid_at="2999-01-01")
-    _expect_error(store, _write(tmp_path / "far.jsonl", base, far), r"valid_at 2999-01-01T00:00:00 lies in the future")
+    _expect_error(
+        store,
+        _write(tmp_path / "far.jsonl", base, far),
+        r"valid_at 2999-01-01T00:00:00 lies in the future",
+    )
 
 
 def test_same_id_with_different_content_in_one_file(store: Store, tmp_path: Path) -> None:
@@ -182,7 +227,9 @@ def test_same_id_with_different_content_in_one_file(store: Store, tmp_path: Path
 
 
 def test_timezones_are_stored_as_utc(store: Store, tmp_path: Path) -> None:
-    path = _write(tmp_path / "t.jsonl", SESSION, _block("x", id="tz", created_at="2026-02-01T12:00:00+02:00"))
+    path = _write(
+        tmp_path / "t.jsonl", SESSION, _block("x", id="tz", created_at="2026-02-01T12:00:00+02:00")
+    )
     ingest_file(store, path)
     assert store.get_row("blocks", "tz")["created_at"].isoformat() == "2026-02-01T10:00:00"
 

@@ -51,7 +51,9 @@ def test_every_write_is_audited_with_images(store: Store) -> None:
     run = store.begin_run("test")
     with store.mutation(run, "phase-a") as m:
         assert m.insert("blocks", _blocks("b1", "b2")) == ["b1", "b2"]
-        assert m.update("blocks", "b1", {"text": "edited", "importance": 0.9}, action="edit", reason="why")
+        assert m.update(
+            "blocks", "b1", {"text": "edited", "importance": 0.9}, action="edit", reason="why"
+        )
     log = store.fetch_df("SELECT * FROM audit_log ORDER BY id")
     assert log["action"].to_list() == ["insert", "insert", "edit"]
     assert set(log["run_id"]) == {run} and set(log["phase"]) == {"phase-a"}
@@ -93,7 +95,9 @@ def test_undo_restores_exactly_the_state_before_the_run(store: Store) -> None:
 
     run = store.begin_run("curate")
     with store.mutation(run, "consolidate") as m:
-        m.update("blocks", "b1", {"text": "rewritten", "tier": "cold", "summary": "s"}, action="rewrite")
+        m.update(
+            "blocks", "b1", {"text": "rewritten", "tier": "cold", "summary": "s"}, action="rewrite"
+        )
         m.update_many(
             "triples",
             store.fetch_df("SELECT id FROM triples").with_columns(
@@ -101,7 +105,17 @@ def test_undo_restores_exactly_the_state_before_the_run(store: Store) -> None:
             ),
             action="supersede",
         )
-        m.insert("entities", pl.DataFrame({"id": ["e9"], "name": ["Bob"], "canonical_name": ["bob"], "entity_type": ["person"]}))
+        m.insert(
+            "entities",
+            pl.DataFrame(
+                {
+                    "id": ["e9"],
+                    "name": ["Bob"],
+                    "canonical_name": ["bob"],
+                    "entity_type": ["person"],
+                }
+            ),
+        )
     store.finish_run(run, "succeeded")
     assert export_text(store) != exported
 
