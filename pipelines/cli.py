@@ -100,10 +100,37 @@ def _global_options(
     store: Annotated[
         str | None, typer.Option("--store", "-s", help="Store URL for every command")
     ] = None,
+    llm_url: Annotated[
+        str | None,
+        typer.Option("--llm-url", help="OpenAI-compatible endpoint (MEMVAULT_LLM_BASE_URL)"),
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option("--llm-model", help="Primary model (MEMVAULT_LLM_MODEL)")
+    ] = None,
+    llm_escalation_model: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-escalation-model", help="Escalation model (MEMVAULT_LLM_ESCALATION_MODEL)"
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder", help="minilm | hashing[:dim] | openai:<model> (MEMVAULT_EMBEDDER)"
+        ),
+    ] = None,
 ) -> None:
-    """Options accepted before the command name too (``memvault --store URL status``)."""
+    """Options given before the command name; they override the environment for this invocation."""
     global _global_store
     _global_store = store
+    for variable, value in (
+        ("MEMVAULT_LLM_BASE_URL", llm_url),
+        ("MEMVAULT_LLM_MODEL", llm_model),
+        ("MEMVAULT_LLM_ESCALATION_MODEL", llm_escalation_model),
+        ("MEMVAULT_EMBEDDER", embedder),
+    ):
+        if value:
+            os.environ[variable] = value
 
 
 def chosen_store(store: str | None) -> str:

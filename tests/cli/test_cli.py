@@ -1,0 +1,122 @@
+"""The `memvault` command as a user runs it: exit codes, one-line errors, --json, --store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from tests.helpers import FIXTURES
+
+SMALL = FIXTURES / "small_history.jsonl"
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Run the CLI in an empty working directory; returns (exit code, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("MEMVAULT_STORE", "DAGSTER_HOME", "MEMVAULT_LLM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MEMVAULT_CLAUDE_PROJECTS", "none")
+    runner = CliRunner()
+
+    def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+        result = runner.invoke(app, list(args), input=stdin)
+        return result.exit_code, result.stdout, result.stderr
+
+    return run
+
+
+def test_ingest_status_export_undo(cli, tmp_path: Path) -> None:
+    code, out, _ = cli("ingest", str(SMALL), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert sum(report["inserted"].values()) == 10
+    assert (tmp_path / ".memvault" / "memvault.duckdb").exists(), (
+        "the default store is local DuckDB"
+    )
+
+    code, out, _ = cli("status", "--json")
+    assert json.loads(out)["counts"]["blocks"] == 1
+
+    code, out, _ = cli("export")
+    assert code == 0 and len(out.splitlines()) == 10
+
+    code, out, _ = cli("runs", "--json")
+    runs = json.loads(out)
+    assert runs[0]["kind"] == "ingest" and runs[0]["changes"] >= 10
+
+    code, out, _ = cli("undo", report["run_id"], "--json")
+    assert code == 0 and sum(json.loads(out)["restored"].values()) >= 10
+    assert cli("export")[1] == ""
+
+
+def test_global_store_option(cli, tmp_path: Path) -> None:
+    store = f"duckdb://{tmp_path / 'elsewhere.duckdb'}"
+    assert cli("--store", store, "ingest", str(SMALL))[0] == 0
+    _, out, _ = cli("status", "--json", "--store", store)
+    assert json.loads(out)["counts"]["sessions"] == 1
+    assert not (tmp_path / ".memvault").exists()
+
+
+def test_stdin_ingest_and_one_line_errors(cli, tmp_path: Path) -> None:
+    code, _, err = cli("ingest", "-", stdin='{"type": "blok"}\n')
+    assert code == 1
+    assert "<stdin>:1: unknown record type 'blok'" in err
+    assert "Traceback" not in err
+
+    code, _, err = cli("ingest", "missing.jsonl")
+    assert code == 1 and "missing.jsonl: no such file" in err
+
+    code, _, err = cli("--store", "mysql://x", "status")
+    assert code == 1 and "unsupported store URL" in err
+
+    code, _, err = cli("undo", "no-such-run")
+    assert code == 1 and "no run with id 'no-such-run'" in err
+
+    code, _, err = cli("export", "--type", "nonsense")
+    assert code == 1 and "unknown record type(s) nonsense" in err
+
+
+def test_export_to_file_then_ingest_elsewhere(cli, tmp_path: Path) -> None:
+    cli("ingest", str(SMALL))
+    assert cli("export", "-o", "out.jsonl")[0] == 0
+    other = f"duckdb://{tmp_path / 'other.duckdb'}"
+    assert cli("ingest", "out.jsonl", "--store", other)[0] == 0
+    assert cli("export", "--store", other)[1] == (tmp_path / "out.jsonl").read_text()
+
+
+def test_claude_code_import(cli) -> None:
+    code, out, _ = cli("ingest", "--from", "claude-code", str(FIXTURES / "claude_code"), "--json")
+    assert code == 0
+    assert json.loads(out)["inserted"]["session"] == 3
+    code, _, err = cli("ingest", "--from", "claude-code", str(FIXTURES / "claude_code_malformed"))
+    assert code == 1 and ".jsonl:3: not valid JSON" in err
+
+
+def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> None:
+    code, out, err = cli("demo", "--sessions", "12", "--days", "20", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["success"]
+    assert summary["before"]["blocks"] == 0 and summary["after"]["blocks"] > 0
+    assert summary["after"]["embeddings"] >= summary["after"]["blocks"]
+    assert set(summary["assets"]) == {"collected_sessions", "memory_embeddings"}
+    assert all(summary["checks"].values())
+    assert (tmp_path / ".dagster" / "dagster.yaml").exists(), "runs land where `memvault ui` looks"
+
+    again = json.loads(cli("demo", "--sessions", "12", "--days", "20", "--json")[1])
+    assert again["after"] == summary["after"], "a second demo starts from a fresh store again"
+
+    cli("ingest", str(SMALL), "--store", "duckdb://mine.duckdb")
+    code, _, err = cli("demo", "--store", "duckdb://mine.duckdb")
+    assert code == 1 and "already holds data" in err
+
+
+def test_bad_llm_configuration_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMVAULT_EMBEDDER", raising=False)
+    code, _, err = cli("--embedder", "word2vec", "collect")
+    assert code == 1 and "unknown embedder 'word2vec'" in err
