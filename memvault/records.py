@@ -58,7 +58,8 @@ Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 def stable_id(prefix: str, *parts: object) -> str:
     """A deterministic id from the parts that make a record what it is."""
     key = "\x1f".join(
-        "" if p is None else ((iso(p) or "") if isinstance(p, dt.datetime) else str(p)) for p in parts
+        "" if p is None else ((iso(p) or "") if isinstance(p, dt.datetime) else str(p))
+        for p in parts
     )
     return f"{prefix}_{hashlib.sha256(key.encode()).hexdigest()[:20]}"
 

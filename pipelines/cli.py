@@ -425,6 +425,14 @@ def demo(
     out.print(
         counts_table("memvault demo: counts before → after", summary["before"], summary["after"])
     )
+    h = summary["history"]
+    out.print(
+        f"the history holds: employers {' → '.join(h['employers'])}; "
+        f"cities {' → '.join(h['cities'])}; project {' → '.join(h['project_status'])}; "
+        f"{h['near_duplicate_groups']} near-duplicate groups, {h['bloated_blocks']} bloated memories "
+        f"(> 750 chars), {h['recall_gaps']} recall signatures failing twice or more, "
+        f"{h['changed_preferences']} changed preferences"
+    )
     for key, meta in summary["assets"].items():
         shown = {k: v for k, v in meta.items() if not isinstance(v, dict | list)}
         out.print(f"[bold]{key}[/]: " + ", ".join(f"{k}={v}" for k, v in shown.items()))

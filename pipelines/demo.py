@@ -54,7 +54,7 @@ def run_demo(
     history = inbox / f"history-seed{seed}-{sessions}s.jsonl"
 
     config = DemoConfig(sessions=sessions, days=days, seed=seed)
-    records, _truth = generate(config)
+    records, truth = generate(config)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
     ) as bar:
@@ -79,8 +79,20 @@ def run_demo(
     with memvault.open(url) as handle:
         after = handle.counts(COUNTED_TABLES)
         handle.finish_run(run_id, "succeeded" if result.success else "failed", {"records": written})
+    changed_preferences = sum(
+        1 for versions in truth.preference_versions.values() if len(versions) > 1
+    )
     return {
         "store": url,
+        "history": {
+            "employers": [span.value for span in truth.employer_timeline],
+            "cities": [span.value for span in truth.city_timeline],
+            "project_status": [span.value for span in truth.project_status_timeline],
+            "near_duplicate_groups": len(truth.near_duplicate_groups),
+            "bloated_blocks": len(truth.bloated_blocks),
+            "recall_gaps": len(truth.recall_gaps),
+            "changed_preferences": changed_preferences,
+        },
         "history_file": str(history),
         "records_generated": written,
         "success": result.success,
