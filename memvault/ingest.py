@@ -321,25 +321,28 @@ def ingest_records(
     items = list(items)
     report = IngestReport(source=source, records=len(items))
     by_type, report.split_blocks = prepare(store, items, source)
+    del items  # from here on the records live only in by_type, and go as their rows are built
+    frames: dict[str, pl.DataFrame] = {}
+    for type_name in RECORD_TYPES:
+        records = by_type.pop(type_name)
+        if records:
+            frames[type_name] = records_to_frame(type_name, [n.record for n in records])
+        del records
     report.run_id = store.begin_run(
-        "ingest", {"source": source, "records": len(items)}, run_id=run_id
+        "ingest", {"source": source, "records": report.records}, run_id=run_id
     )
     try:
         with store.mutation(report.run_id, "ingest") as m:
-            new_rows: dict[str, pl.DataFrame] = {}
-            for type_name in RECORD_TYPES:
-                records = by_type[type_name]
-                if not records:
-                    continue
-                frame = records_to_frame(type_name, [n.record for n in records])
+            skill_ids: list[str] = []
+            for type_name, frame in frames.items():
                 inserted = m.insert(
                     MAPPINGS[type_name].table, frame, action="ingest", reason=source
                 )
-                new_rows[type_name] = frame.filter(pl.col("id").is_in(inserted))
                 report.inserted[type_name] = len(inserted)
-                report.existing[type_name] = len(records) - len(inserted)
-            uses = new_rows.get("skill_use")
-            skill_ids = sorted(set(uses["skill_id"])) if uses is not None else []
+                report.existing[type_name] = frame.height - len(inserted)
+                if type_name == "skill_use":
+                    new_uses = frame.filter(pl.col("id").is_in(inserted))
+                    skill_ids = sorted(set(new_uses["skill_id"]))
             report.skills_updated = recompute_skills(store, m, skill_ids, utcnow())
             if source_hash:
                 store.backend.insert_df(
@@ -350,7 +353,7 @@ def ingest_records(
                                 "id": source_hash,
                                 "location": source,
                                 "size_bytes": size_bytes,
-                                "records": len(items),
+                                "records": report.records,
                                 "run_id": report.run_id,
                                 "ingested_at": utcnow(),
                             }
@@ -393,7 +396,11 @@ def ingest_file(
     if not force and already_ingested(store, digest):
         return IngestReport(source=str(file), already_ingested=True)
     with file.open("rb") as stream:
-        items = read_jsonl(stream, str(file), on_progress=on_progress)
-    return ingest_records(
-        store, items, source=str(file), source_hash=digest, size_bytes=file.stat().st_size
-    )
+        # No name holds the parsed records here, so ingest_records can free them as it goes.
+        return ingest_records(
+            store,
+            read_jsonl(stream, str(file), on_progress=on_progress),
+            source=str(file),
+            source_hash=digest,
+            size_bytes=file.stat().st_size,
+        )
