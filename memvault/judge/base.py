@@ -148,3 +148,19 @@ def cache_key(
         separators=(",", ":"),
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class SequentialJudge:
+    """``ask_many`` as one ``ask`` after another, for judges with nothing to overlap."""
+
+    def ask(self, task: JudgeTask[Any, Any], request: Any, *, escalate: bool = False) -> Any:
+        raise NotImplementedError
+
+    def ask_many(
+        self,
+        task: JudgeTask[RequestT, ReplyT],
+        requests: Sequence[RequestT],
+        *,
+        escalate: bool = False,
+    ) -> list[ReplyT]:
+        return [self.ask(task, request, escalate=escalate) for request in requests]

@@ -7,19 +7,18 @@ cannot decide, so such cases go to review instead of being guessed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
 
-from memvault.judge.base import JudgeStats
+from memvault.judge.base import JudgeStats, SequentialJudge
 from memvault.judge.tasks import JudgeTask
 
 RequestT = TypeVar("RequestT", bound=BaseModel)
 ReplyT = TypeVar("ReplyT", bound=BaseModel)
 
 
-class HeuristicJudge:
+class HeuristicJudge(SequentialJudge):
     """A :class:`~memvault.judge.base.Judge` that makes no LLM calls.
 
     Answers count as ``heuristic_answers``, never as ``calls``; ``escalate`` is
@@ -40,12 +39,3 @@ class HeuristicJudge:
         reply = task.heuristic(request)
         self.stats.add(heuristic_answers=1)
         return reply
-
-    def ask_many(
-        self,
-        task: JudgeTask[RequestT, ReplyT],
-        requests: Sequence[RequestT],
-        *,
-        escalate: bool = False,
-    ) -> list[ReplyT]:
-        return [self.ask(task, request) for request in requests]

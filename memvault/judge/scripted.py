@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from memvault.judge.base import JudgeStats
+from memvault.judge.base import JudgeStats, SequentialJudge
 from memvault.judge.tasks import JudgeTask
 
 RequestT = TypeVar("RequestT", bound=BaseModel)
@@ -39,7 +39,7 @@ class ScriptedCall:
     escalate: bool
 
 
-class ScriptedJudge:
+class ScriptedJudge(SequentialJudge):
     """A :class:`~memvault.judge.base.Judge` answering from a script; counts as LLM calls."""
 
     kind = "scripted"
@@ -89,12 +89,3 @@ class ScriptedJudge:
         if isinstance(reply, BaseModel):
             reply = reply.model_dump()
         return task.reply_model.model_validate(reply)
-
-    def ask_many(
-        self,
-        task: JudgeTask[RequestT, ReplyT],
-        requests: Sequence[RequestT],
-        *,
-        escalate: bool = False,
-    ) -> list[ReplyT]:
-        return [self.ask(task, request, escalate=escalate) for request in requests]
