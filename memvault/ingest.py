@@ -25,7 +25,7 @@ from memvault.interchange import MAPPINGS, records_to_frame
 from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcnow
 from memvault.records import RECORD_ADAPTER, RECORD_TYPES, BlockRecord, Record
 from memvault.skills import recompute_skills
-from memvault.store import Store
+from memvault.store import Mutation, Store
 
 #: Problems collected before giving up on a file (all are reported in the error's count).
 MAX_PROBLEMS = 20
@@ -50,6 +50,7 @@ class IngestReport:
     existing: Counter[str] = field(default_factory=Counter)
     split_blocks: int = 0
     skills_updated: int = 0
+    sessions_extended: int = 0
     already_ingested: bool = False
 
     def as_dict(self) -> dict[str, Any]:
@@ -61,6 +62,7 @@ class IngestReport:
             "existing": dict(self.existing),
             "split_blocks": self.split_blocks,
             "skills_updated": self.skills_updated,
+            "sessions_extended": self.sessions_extended,
             "already_ingested": self.already_ingested,
         }
 
@@ -343,6 +345,8 @@ def ingest_records(
                 if type_name == "skill_use":
                     new_uses = frame.filter(pl.col("id").is_in(inserted))
                     skill_ids = sorted(set(new_uses["skill_id"]))
+                if type_name == "session" and report.existing["session"]:
+                    report.sessions_extended = _extend_sessions(store, m, frame, inserted, source)
             report.skills_updated = recompute_skills(store, m, skill_ids, utcnow())
             if source_hash:
                 store.backend.insert_df(
@@ -365,6 +369,30 @@ def ingest_records(
         raise
     store.finish_run(report.run_id, "succeeded", report.as_dict())
     return report
+
+
+def _extend_sessions(
+    store: Store, mutation: Mutation, frame: pl.DataFrame, inserted: list[str], source: str
+) -> int:
+    """Sessions that were already stored but have since gone on (a transcript that grew).
+
+    The only field of an existing record that ingest changes: ``ended_at`` moves
+    forward, audited like every other change.
+    """
+    known = frame.filter(~pl.col("id").is_in(inserted)).select("id", "ended_at")
+    stored = store.fetch_df(
+        "SELECT id, ended_at AS stored_end FROM sessions WHERE id = ANY(:ids)",
+        {"ids": known["id"].to_list()},
+    )
+    if stored.is_empty():
+        return 0
+    later = known.join(stored.cast({"stored_end": pl.Datetime("us")}), on="id").filter(
+        pl.col("ended_at").is_not_null()
+        & (pl.col("stored_end").is_null() | (pl.col("ended_at") > pl.col("stored_end")))
+    )
+    return mutation.update_many(
+        "sessions", later.select("id", "ended_at"), action="extend", reason=source
+    )
 
 
 def file_hash(path: Path) -> str:

@@ -237,3 +237,26 @@ def test_timezones_are_stored_as_utc(store: Store, tmp_path: Path) -> None:
 def test_missing_file_is_a_clear_error(store: Store, tmp_path: Path) -> None:
     with pytest.raises(memvault.errors.MemvaultError, match="no such file"):
         ingest_file(store, tmp_path / "absent.jsonl")
+
+
+def test_a_session_that_went_on_is_extended_not_duplicated(store: Store, tmp_path: Path) -> None:
+    first = _write(
+        tmp_path / "a.jsonl", dict(SESSION, ended_at="2026-02-01T10:30:00Z"), _block("one", id="b1")
+    )
+    ingest_file(store, first)
+    grown = _write(
+        tmp_path / "b.jsonl",
+        dict(SESSION, ended_at="2026-02-01T11:45:00Z"),
+        _block("one", id="b1"),
+        _block("two", id="b2", created_at="2026-02-01T11:40:00Z"),
+    )
+    report = ingest_file(store, grown)
+    assert report.inserted["block"] == 1 and report.inserted["session"] == 0
+    assert report.sessions_extended == 1
+    assert store.get_row("sessions", "s1")["ended_at"].isoformat() == "2026-02-01T11:45:00"
+    assert store.fetch("SELECT action FROM audit_log WHERE target_id = 's1' ORDER BY id") == [
+        ("ingest",),
+        ("extend",),
+    ]
+    again = ingest_file(store, grown, force=True)
+    assert again.sessions_extended == 0 and sum(again.inserted.values()) == 0
