@@ -107,7 +107,7 @@ def collect(
             continue
         try:
             if path in jsonl:
-                result = ingest_file(store, path)
+                result = ingest_file(store, path, digest=digest)
             else:
                 records, problem = transcript_records(
                     path, judge, include_subagents=include_subagents

@@ -408,9 +408,17 @@ def already_ingested(store: Store, source_hash: str) -> bool:
 
 
 def ingest_file(
-    store: Store, path: str | Path, *, force: bool = False, on_progress: Progress | None = None
+    store: Store,
+    path: str | Path,
+    *,
+    force: bool = False,
+    on_progress: Progress | None = None,
+    digest: str | None = None,
 ) -> IngestReport:
-    """Ingest a JSONL file (``-`` reads standard input). Unchanged files are skipped cheaply."""
+    """Ingest a JSONL file (``-`` reads standard input). Unchanged files are skipped cheaply.
+
+    ``digest`` is the file's hash when the caller computed it already.
+    """
     if str(path) == "-":
         return ingest_records(
             store,
@@ -420,7 +428,7 @@ def ingest_file(
     file = Path(path)
     if not file.is_file():
         raise MemvaultError(f"{file}: no such file")
-    digest = file_hash(file)
+    digest = digest or file_hash(file)
     if not force and already_ingested(store, digest):
         return IngestReport(source=str(file), already_ingested=True)
     with file.open("rb") as stream:

@@ -10,8 +10,8 @@ from typing import Any
 import dagster as dg
 
 from memvault.paths import data_file
-from pipelines.definitions import all_assets, all_checks
-from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
+from pipelines.definitions import all_assets, all_checks, build_resources
+from resources import StoreResource
 
 
 def dagster_home() -> Path:
@@ -31,14 +31,8 @@ def persistent_instance() -> dg.DagsterInstance:
 
 
 def resources_for(store_url: str, **overrides: Any) -> dict[str, Any]:
-    resources: dict[str, Any] = {
-        "store": StoreResource(url=store_url),
-        "sources": CollectorSourcesResource(),
-        "llm": JudgeResource(),
-        "embedder": EmbedderResource(),
-    }
-    resources.update(overrides)
-    return resources
+    """The code location's resources, on the given store, with any of them replaced."""
+    return build_resources() | {"store": StoreResource(url=store_url)} | overrides
 
 
 def run_assets(

@@ -121,10 +121,7 @@ class Mutation:
             )
             if before.is_empty():
                 return 0
-            sets = ", ".join(f"{ident(c)} = s.{ident(c)}" for c in changes.columns if c != "id")
-            backend.execute(
-                f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id"
-            )
+            backend.execute(_update_from_sql(table, changes.columns, staging))
         before = self.store.conform(table, before)
         after = before.update(changes, on="id")
         self._log(table, action, before["id"].to_list(), _images(before), _images(after), reason)
@@ -162,13 +159,16 @@ class Mutation:
         else:
             backend = self.store.backend
             with backend.staged(table, frame) as staging:
-                sets = ", ".join(f"{ident(c)} = s.{ident(c)}" for c in frame.columns if c != "id")
-                backend.execute(
-                    f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id"
-                )
+                backend.execute(_update_from_sql(table, frame.columns, staging))
         self._log(
             table, "undo-restore", [row_id], [encode_image(current)], [encode_image(image)], reason
         )
+
+
+def _update_from_sql(table: str, columns: list[str], staging: str) -> str:
+    """Set the staged columns on the rows with the staged ids."""
+    sets = ", ".join(f"{ident(c)} = s.{ident(c)}" for c in columns if c != "id")
+    return f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id"
 
 
 def _decode_image(store: Store, table: str, image: dict[str, Any]) -> pl.DataFrame:
