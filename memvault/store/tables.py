@@ -6,6 +6,7 @@ from __future__ import annotations
 JSON_COLUMNS: dict[str, tuple[str, ...]] = {
     "sessions": ("metadata",),
     "blocks": ("tags",),
+    "triples": ("lineage",),
     "entities": ("aliases",),
     "attitudes": ("evidence",),
     "skills": ("evidence",),
@@ -36,6 +37,7 @@ AUDITED_TABLES: tuple[str, ...] = (
     "profile_daily",
     "diary",
     "artifacts",
+    "conflict_verdicts",
 )
 
 #: Tables shown by ``memvault status`` and the demo's before/after summary.
