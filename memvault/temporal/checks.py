@@ -1,0 +1,195 @@
+"""Checks of the temporal knowledge graph; each returns the offending rows (empty = pass).
+
+The coordinator wraps them as Dagster asset checks: grounding (L2), no data
+loss ("nothing is lost": every ingested triple is still there, and a retired
+one is dated or lives on in a survivor's lineage), and bi-temporal consistency
+(no two current facts of a functional predicate overlap in valid time).
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from memvault.store import Store
+from memvault.temporal.conflicts import typed
+from memvault.temporal.grounding import Grounding, grounding_violations
+from memvault.temporal.timeline import follow_merges, normalized_text
+
+__all__ = ["bitemporal_overlaps", "data_loss_violations", "grounding_violations"]
+
+_LOSS_SCHEMA = {"triple_id": pl.Utf8(), "status": pl.Utf8(), "problem": pl.Utf8()}
+
+# Ingested triples that no longer exist, unless an undo of their ingest removed them on purpose.
+_MISSING_SQL = """
+SELECT a.target_id AS triple_id
+FROM audit_log a
+WHERE a.target_table = 'triples' AND a.action = 'ingest'
+  AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.id = a.target_id)
+  AND NOT EXISTS (SELECT 1 FROM audit_log u WHERE u.target_table = 'triples'
+                  AND u.target_id = a.target_id AND u.action = 'undo-remove' AND u.id > a.id)
+"""
+
+_LINEAGE = pl.List(pl.Struct({"id": pl.Utf8, "object": pl.Utf8}))
+
+
+def data_loss_violations(store: Store) -> pl.DataFrame:
+    """Triples whose content could be lost: one row per problem (empty = pass).
+
+    Every ingested triple must still exist; a superseded one must have
+    ``invalid_at``; a merged one must lead (through ``superseded_by``) to a
+    surviving triple whose ``lineage`` holds its id and wording.
+    """
+    missing = typed(store.fetch_df(_MISSING_SQL), {"triple_id": pl.Utf8()}).unique()
+    problems = [
+        missing.select(
+            "triple_id",
+            pl.lit(None, dtype=pl.Utf8).alias("status"),
+            pl.lit("ingested triple no longer exists").alias("problem"),
+        )
+    ]
+    rows = typed(
+        store.fetch_df(
+            "SELECT id, status, invalid_at, superseded_by, object, lineage FROM triples"
+        ),
+        {
+            "id": pl.Utf8(),
+            "status": pl.Utf8(),
+            "invalid_at": pl.Datetime("us"),
+            "superseded_by": pl.Utf8(),
+            "object": pl.Utf8(),
+            "lineage": pl.Utf8(),
+        },
+    )
+    if rows.height:
+        problems.append(
+            rows.filter((pl.col("status") == "superseded") & pl.col("invalid_at").is_null()).select(
+                pl.col("id").alias("triple_id"),
+                "status",
+                pl.lit("superseded without invalid_at").alias("problem"),
+            )
+        )
+        merged = rows.filter(pl.col("status") == "merged")
+        if merged.height:
+            problems.append(_merge_problems(rows, merged))
+    return pl.concat(problems).sort("triple_id", "problem")
+
+
+def _merge_problems(rows: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
+    chains = follow_merges(rows.select("id", "status", "superseded_by"))
+    found = (
+        merged.select("id", "object")
+        .join(chains, on="id")
+        .join(
+            rows.select(
+                pl.col("id").alias("survivor"),
+                pl.col("status").alias("survivor_status"),
+                pl.col("lineage").alias("survivor_lineage"),
+            ),
+            on="survivor",
+            how="left",
+        )
+    )
+    broken = found.filter(
+        pl.col("survivor").is_null() | (pl.col("survivor_status") == "merged")
+    ).select(
+        pl.col("id").alias("triple_id"),
+        pl.lit("merged").alias("status"),
+        pl.lit("merged, but its chain of survivors is broken or loops").alias("problem"),
+    )
+    entries = (
+        found.filter(pl.col("survivor").is_not_null() & (pl.col("survivor_status") != "merged"))
+        .select(
+            "id",
+            "object",
+            "survivor",
+            pl.col("survivor_lineage").fill_null("[]").str.json_decode(_LINEAGE).alias("entry"),
+        )
+        .explode("entry")
+        .unnest("entry", separator=".")
+    )
+    kept = (
+        entries.filter(
+            (pl.col("entry.id") == pl.col("id")) & (pl.col("entry.object") == pl.col("object"))
+        )
+        .select("id")
+        .unique()
+    )
+    lost = (
+        found.filter(pl.col("survivor").is_not_null() & (pl.col("survivor_status") != "merged"))
+        .join(kept, on="id", how="anti")
+        .select(
+            pl.col("id").alias("triple_id"),
+            pl.lit("merged").alias("status"),
+            pl.format("merged into {}, whose lineage lacks its id and wording", "survivor").alias(
+                "problem"
+            ),
+        )
+    )
+    return pl.concat([broken, lost])
+
+
+_OVERLAP_SCHEMA = {
+    "subject_id": pl.Utf8(),
+    "predicate": pl.Utf8(),
+    "triple_a": pl.Utf8(),
+    "triple_b": pl.Utf8(),
+    "object_a": pl.Utf8(),
+    "object_b": pl.Utf8(),
+    "object_id_a": pl.Utf8(),
+    "object_id_b": pl.Utf8(),
+}
+
+# Current (not merged, not retired) statements of the same functional predicate whose valid
+# times overlap, unless a judge accepted both (COEXIST). Undated statements start when learned.
+_OVERLAP_SQL = """
+SELECT a.subject_id, a.predicate, a.id AS triple_a, b.id AS triple_b,
+       a.object AS object_a, b.object AS object_b, a.object_id AS object_id_a,
+       b.object_id AS object_id_b
+FROM triples a
+JOIN triples b ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
+WHERE a.predicate = ANY(:predicates)
+  AND a.status NOT IN ('merged', 'invalidated', 'archived') AND a.expired_at IS NULL
+  AND b.status NOT IN ('merged', 'invalidated', 'archived') AND b.expired_at IS NULL
+  AND COALESCE(a.valid_at, a.created_at) < COALESCE(b.invalid_at, TIMESTAMP '9999-12-31')
+  AND COALESCE(b.valid_at, b.created_at) < COALESCE(a.invalid_at, TIMESTAMP '9999-12-31')
+  AND NOT EXISTS (
+      SELECT 1 FROM conflict_verdicts v
+      WHERE v.verdict = 'COEXIST' AND v.id IN (a.id || '|' || b.id, b.id || '|' || a.id))
+"""
+
+
+def bitemporal_overlaps(store: Store, grounding: Grounding | None = None) -> pl.DataFrame:
+    """Pairs of current facts of a functional predicate that overlap in valid time (empty = pass).
+
+    Columns: subject_id, predicate, triple_a, triple_b, object_a, object_b,
+    problem (different objects at once, or the same object stated twice).
+    """
+    grounding = grounding or Grounding.load()
+    functional = sorted(p.name for p in grounding.predicates.values() if p.is_functional)
+    found = typed(
+        store.fetch_df(_OVERLAP_SQL, {"predicates": functional}) if functional else pl.DataFrame(),
+        _OVERLAP_SCHEMA,
+    )
+    same = pl.coalesce(
+        pl.when(pl.col("object_id_a").is_not_null() & pl.col("object_id_b").is_not_null()).then(
+            pl.col("object_id_a") == pl.col("object_id_b")
+        ),
+        normalized_text("object_a") == normalized_text("object_b"),
+    )
+    return (
+        found.with_columns(
+            pl.when(same)
+            .then(pl.lit("the same object stated twice over the same time (not merged)"))
+            .otherwise(pl.lit("different objects hold at the same time"))
+            .alias("problem")
+        )
+        .drop("object_id_a", "object_id_b")
+        .sort("subject_id", "predicate", "triple_a", "triple_b")
+    )
+
+
+def lineage_ids(text: str | None) -> list[str]:
+    """The triple ids a lineage JSON text holds (for reports)."""
+    return [str(e.get("id")) for e in json.loads(text or "[]") if isinstance(e, dict)]

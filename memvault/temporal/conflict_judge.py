@@ -1,0 +1,126 @@
+"""The judge task ``resolve_conflict`` (T1–T3): two statements that may disagree, and a verdict.
+
+The request carries both statements with their valid and store times, their
+source sessions (with dates) and source text, and the predicate's grounding
+definition, so the judge does not judge the past from today's viewpoint (T1).
+The offline heuristic is honest: it merges only near-identical wording and
+otherwise answers with low confidence, so the pair escalates and then goes to
+review; it never guesses a supersede.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from difflib import SequenceMatcher
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.judge.tasks import JudgeTask
+from memvault.temporal.timeline import content_tokens, normalize_object
+
+Verdict = Literal["MERGE", "SUPERSEDE", "COEXIST"]
+
+#: Below this the heuristic does not call two wordings the same.
+NEAR_IDENTICAL_RATIO = 0.9
+#: What the heuristic answers when it cannot tell (well below any sensible threshold).
+UNSURE_CONFIDENCE = 0.2
+
+
+class ConflictStatement(BaseModel):
+    """One of the two statements, with everything that dates it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    triple_id: str
+    object: str
+    object_id: str | None = None
+    object_type: str | None = None
+    valid_at: dt.datetime | None = None
+    invalid_at: dt.datetime | None = None
+    created_at: dt.datetime
+    source_session: str | None = None
+    session_started_at: dt.datetime | None = None
+    source_text: str | None = None
+    confidence: float
+    status: str
+
+
+class ResolveConflictRequest(BaseModel):
+    """Two statements about the same subject and predicate whose objects differ."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str
+    subject_type: str | None = None
+    predicate: dict[str, Any] = Field(
+        description="The predicate's grounding definition (cardinality, volatility, range, ...)."
+    )
+    why_asked: str
+    a: ConflictStatement
+    b: ConflictStatement
+
+
+class ConflictReply(BaseModel):
+    """The judge's verdict on two statements."""
+
+    verdict: Verdict = Field(
+        description=(
+            "MERGE: the same fact worded differently (combine into one). SUPERSEDE: the newer "
+            "statement replaced the older (the older stops being true when the newer starts). "
+            "COEXIST: both are true, they are different things."
+        )
+    )
+    confidence: float = Field(
+        ge=0.0, le=1.0, description="How sure the verdict is, from 0 (a guess) to 1 (certain)."
+    )
+    reason: str = Field(description="One or two sentences: why, citing the dates and texts.")
+    newer: Literal["a", "b"] | None = Field(
+        default=None,
+        description="For SUPERSEDE: which statement is the newer one that replaces the other.",
+    )
+    merged_object: str | None = Field(
+        default=None,
+        description="For MERGE: the best wording of the combined object, keeping every detail.",
+    )
+
+
+def resolve_conflict_heuristic(request: ResolveConflictRequest) -> ConflictReply:
+    """MERGE near-identical wording of the same object; otherwise an honest "cannot tell"."""
+    a, b = request.a, request.b
+    different_entities = a.object_id and b.object_id and a.object_id != b.object_id
+    ignore = frozenset(str(request.predicate.get("name", "")).split("_"))
+    same_words = content_tokens(a.object, ignore) == content_tokens(b.object, ignore)
+    ratio = SequenceMatcher(None, normalize_object(a.object), normalize_object(b.object)).ratio()
+    if not different_entities and (same_words or ratio >= NEAR_IDENTICAL_RATIO):
+        longer = max((a.object, b.object), key=lambda text: (len(text), text))
+        return ConflictReply(
+            verdict="MERGE",
+            confidence=0.9 if same_words else 0.8,
+            reason=(
+                "the two objects are the same words"
+                if same_words
+                else f"the two wordings are near-identical (similarity {ratio:.2f})"
+            ),
+            merged_object=longer,
+        )
+    return ConflictReply(
+        verdict="COEXIST",
+        confidence=UNSURE_CONFIDENCE,
+        reason=(
+            "the offline judge cannot tell whether these are the same, a change or two "
+            "different things; a model or a person must decide"
+        ),
+    )
+
+
+RESOLVE_CONFLICT: JudgeTask[ResolveConflictRequest, ConflictReply] = JudgeTask(
+    "resolve_conflict",
+    request_model=ResolveConflictRequest,
+    reply_model=ConflictReply,
+    description=(
+        "Decide whether two dated statements about the same subject and predicate are the same "
+        "fact (MERGE), a change over time (SUPERSEDE) or two different facts (COEXIST)."
+    ),
+    heuristic=resolve_conflict_heuristic,
+)

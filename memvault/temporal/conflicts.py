@@ -1,0 +1,1080 @@
+"""Temporal conflict resolution (SPEC T1–T6), planned first and applied second.
+
+:func:`plan_conflicts` reads the store and decides; it writes nothing, so the
+dream can log a dry run (D7) and the idempotency check can re-plan after an
+apply and expect an empty plan. :func:`apply_conflict_plan`
+(``memvault.temporal.conflict_apply``) writes the decisions in audited batches.
+
+Cheap first, expensive last:
+
+* Rules settle the obvious cases without a model: the same object stated
+  twice (exact after normalization) is merged, keeping lineage; a functional,
+  volatile predicate (T6) gets its timeline from ``valid_at`` order, each span
+  ending where the next different object begins (a late statement about the
+  past becomes a historical span, it does not retire what is newer); a
+  preference version chain recorded in ``attitudes`` retires the older
+  version with a date (T4).
+* The judge sees only what rules cannot settle: different objects stated for
+  the same ``valid_at`` or without one, a change of a stable functional
+  predicate, and two wordings of a multi-valued predicate that look like the
+  same thing. Two clearly different objects of a multi-valued predicate are
+  not a conflict at all.
+* A verdict below the confidence threshold is asked again of the stronger
+  model; still unsure, it goes to the review queue and nothing changes (T3).
+  Every judged pair gets a ``conflict_verdicts`` row and is never asked again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.normalize import utcnow
+from memvault.store import Store
+from memvault.temporal.conflict_judge import (
+    RESOLVE_CONFLICT,
+    ConflictReply,
+    ConflictStatement,
+    ResolveConflictRequest,
+)
+from memvault.temporal.grounding import Grounding
+from memvault.temporal.timeline import (
+    GROUP,
+    STOPWORDS,
+    functional_timeline,
+    normalized_text,
+    object_key,
+    pair_id,
+)
+
+if TYPE_CHECKING:
+    from memvault.judge.base import Judge
+
+ActionKind = Literal["merge", "supersede", "reopen", "coexist", "review"]
+
+#: Short reasons of the rules, written to the audit log (the triple's note says the details).
+RULES: dict[str, str] = {
+    "restatement": "rule: the same object stated again (exact after normalization) is merged",
+    "timeline": "rule T6: a functional, volatile predicate holds one object at a time; "
+    "the later valid_at wins",
+    "reopen": "rule T6: the statement that superseded this one is gone, so it holds again",
+    "preference_chain": "rule T4: a newer version of the preference (attitudes chain) "
+    "retires the older one, dated",
+}
+
+
+class ConflictConfig(BaseModel):
+    """Thresholds and budgets of conflict resolution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    confidence_threshold: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="Below this a verdict escalates, then goes to review.",
+    )
+    batch_size: int = Field(
+        default=200,
+        ge=1,
+        description="Actions per transaction when applying; requests per judge batch.",
+    )
+    max_judged_pairs: int = Field(
+        default=50,
+        ge=0,
+        description="Pairs sent to the judge per run; the rest wait for the next run.",
+    )
+    review_deadline_days: int = Field(
+        default=14, ge=1, description="Deadline of a queued review item."
+    )
+    similarity_threshold: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="Share of shared words (of the shorter wording) from which two objects of a "
+        "multi-valued predicate look like the same thing and are judged.",
+    )
+    max_source_chars: int = Field(
+        default=1200, ge=0, description="Source memory text shown to the judge, per statement."
+    )
+
+
+class ConflictAction(BaseModel):
+    """One decision of a plan: what changes, why, and who decided."""
+
+    kind: ActionKind
+    target_id: str = Field(
+        description="merge: the merged triple; supersede/reopen: the retired "
+        "or reopened one; coexist/review: the first of the pair"
+    )
+    other_id: str | None = Field(
+        default=None,
+        description="merge: the survivor; supersede: the newer triple; else the pair's other",
+    )
+    subject_id: str
+    predicate: str
+    invalid_at: dt.datetime | None = None
+    merged_object: str | None = None
+    rule: str | None = Field(default=None, description="The rule that decided (None: judged)")
+    reason: str
+    decided_by: str = Field(description='"rule", the judge kind, or "escalation"')
+    confidence: float | None = None
+    verdict: str | None = None
+    pair_id: str | None = None
+    proposal: dict[str, Any] | None = None
+    impact: float | None = None
+
+    def audit_reason(self) -> str:
+        if self.rule is not None:
+            return RULES[self.rule]
+        conf = f" {self.confidence:.2f}" if self.confidence is not None else ""
+        return f"{self.decided_by} {self.verdict}{conf}: {self.reason}"
+
+    def describe(self) -> str:
+        who = f"rule {self.rule}" if self.rule else f"{self.decided_by} {self.verdict}"
+        since = f" from {self.invalid_at:%Y-%m-%d}" if self.invalid_at else ""
+        what = {
+            "merge": f"merge {self.target_id} into {self.other_id}",
+            "supersede": f"supersede {self.target_id} by {self.other_id}{since}",
+            "reopen": f"reopen {self.target_id}",
+            "coexist": f"keep both {self.target_id} and {self.other_id}",
+            "review": f"queue {self.target_id} / {self.other_id} for review",
+        }[self.kind]
+        return f"{what} ({self.subject_id} {self.predicate}; {who}): {self.reason}"
+
+
+@dataclass
+class ConflictPlan:
+    """What a run would do; :func:`apply_conflict_plan` does it (nothing, for a dry run)."""
+
+    actions: list[ConflictAction]
+    stats: Counter[str]
+    judge_kind: str
+    judge_stats: dict[str, int]
+    now: dt.datetime
+    config: ConflictConfig
+    dry_run: bool = False
+    pending_pairs: list[str] = field(default_factory=list)
+
+    def counts(self) -> Counter[str]:
+        """Planned actions by kind."""
+        return Counter(a.kind for a in self.actions)
+
+    def is_empty(self) -> bool:
+        return not self.actions
+
+    def summary(self) -> dict[str, Any]:
+        """Counters for reports and materialization metadata."""
+        keys = (
+            "groups",
+            "candidate_triples",
+            "candidates",
+            "by_rule",
+            "judged",
+            "escalated",
+            "queued_for_review",
+            "skipped_known",
+            "deferred",
+        )
+        return {
+            "dry_run": self.dry_run,
+            "judge": self.judge_kind,
+            **{k: int(self.stats.get(k, 0)) for k in keys},
+            "actions": dict(self.counts()),
+            "judge_stats": dict(self.judge_stats),
+        }
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [a.model_dump(mode="json") for a in self.actions]
+
+
+# =========================================================================== reading
+
+
+_CANDIDATES_SQL = """
+SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.invalid_at,
+       t.created_at, t.expired_at, t.status, t.superseded_by, t.confidence,
+       t.source_session, t.source_block
+FROM triples t
+JOIN (SELECT subject_id, predicate FROM triples WHERE status IN ('active', 'superseded')
+      GROUP BY subject_id, predicate HAVING count(*) > 1) g
+  ON g.subject_id = t.subject_id AND g.predicate = t.predicate
+WHERE t.status IN ('active', 'superseded')
+"""
+
+ROW_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.Utf8(),
+    "subject_id": pl.Utf8(),
+    "predicate": pl.Utf8(),
+    "object": pl.Utf8(),
+    "object_id": pl.Utf8(),
+    "valid_at": pl.Datetime("us"),
+    "invalid_at": pl.Datetime("us"),
+    "created_at": pl.Datetime("us"),
+    "expired_at": pl.Datetime("us"),
+    "status": pl.Utf8(),
+    "superseded_by": pl.Utf8(),
+    "confidence": pl.Float64(),
+    "source_session": pl.Utf8(),
+    "source_block": pl.Utf8(),
+}
+
+
+def typed(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """``df`` with exactly ``schema``'s columns and types (an empty result comes back untyped)."""
+    if df.is_empty():
+        return pl.DataFrame(schema=schema)
+    return df.select(pl.col(c).cast(t) for c, t in schema.items())
+
+
+def candidate_rows(store: Store, grounding: Grounding) -> pl.DataFrame:
+    """Non-merged triples in (subject, predicate) groups of two or more, with their flags."""
+    rows = typed(store.fetch_df(_CANDIDATES_SQL), ROW_SCHEMA)
+    flags = grounding.frame().select("predicate", "functional", "volatile", "preference")
+    return (
+        rows.with_columns(object_key())
+        .join(flags, on="predicate", how="left")
+        .with_columns(pl.col("functional", "volatile", "preference").fill_null(False))
+        .sort("id")
+    )
+
+
+def _known_verdicts(store: Store) -> pl.DataFrame:
+    schema = {
+        "id": pl.Utf8(),
+        "triple_a": pl.Utf8(),
+        "triple_b": pl.Utf8(),
+        "verdict": pl.Utf8(),
+        "status": pl.Utf8(),
+    }
+    return typed(
+        store.fetch_df("SELECT id, triple_a, triple_b, verdict, status FROM conflict_verdicts"),
+        schema,
+    )
+
+
+def _judge_protected(rows: pl.DataFrame, verdicts: pl.DataFrame) -> set[str]:
+    """Triples retired by an applied SUPERSEDE verdict: their dates are the judge's, rules keep off."""
+    supersedes = verdicts.filter(
+        (pl.col("verdict") == "SUPERSEDE") & (pl.col("status") == "applied")
+    )
+    if supersedes.is_empty():
+        return set()
+    sides = pl.concat(
+        [
+            supersedes.select(pl.col("triple_a").alias("old"), pl.col("triple_b").alias("new")),
+            supersedes.select(pl.col("triple_b").alias("old"), pl.col("triple_a").alias("new")),
+        ]
+    )
+    hit = sides.join(rows.select("id", "superseded_by", "status"), left_on="old", right_on="id")
+    hit = hit.filter(
+        (pl.col("superseded_by") == pl.col("new")) & (pl.col("status") == "superseded")
+    )
+    return set(hit["old"].to_list())
+
+
+# =========================================================================== rule parts
+
+
+def _start() -> pl.Expr:
+    """When a statement starts to hold: its valid_at, else when the store learned it."""
+    return pl.coalesce("valid_at", "created_at")
+
+
+def _multi_duplicates(multi: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Exact restatements of multi-valued predicates: (merges loser → into, representatives).
+
+    The representative of an object is its earliest statement; a restatement
+    merges into it unless it starts after the representative stopped holding
+    (then it is a new span, e.g. a preference taken up again).
+    """
+    ordered = multi.sort([*GROUP, "objkey", "valid_at", "created_at", "id"], nulls_last=True)
+    ordered = ordered.with_columns(
+        pl.col("id").first().over([*GROUP, "objkey"]).alias("into"),
+        pl.col("invalid_at").first().over([*GROUP, "objkey"]).alias("into_invalid_at"),
+    )
+    dup = (pl.col("id") != pl.col("into")) & (
+        pl.col("into_invalid_at").is_null() | (_start() < pl.col("into_invalid_at"))
+    )
+    merges = ordered.filter(dup).select("id", "into")
+    reps = ordered.filter(~dup)
+    return merges, reps
+
+
+def _similar_pairs(reps: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """Pairs of different objects (at least one a literal) that share most of their words."""
+    literal_groups = reps.group_by(GROUP).agg(pl.col("object_id").null_count().alias("literals"))
+    reps = reps.join(literal_groups.filter(pl.col("literals") > 0), on=GROUP, how="semi")
+    if reps.height < 2:
+        return pl.DataFrame(schema={"a": pl.Utf8, "b": pl.Utf8})
+    predicate_words = pl.col("predicate").str.split("_")
+    words = (
+        reps.select(
+            "id",
+            *GROUP,
+            "object_id",
+            "objkey",
+            normalized_text("object").str.split(" ").alias("word"),
+            predicate_words.alias("ignore"),
+        )
+        .explode("word")
+        .filter(
+            (pl.col("word").str.len_chars() > 1)
+            & ~pl.col("word").is_in(list(STOPWORDS))
+            & ~pl.col("ignore").list.contains(pl.col("word"))
+        )
+        .unique(["id", "word"])
+    )
+    sizes = words.group_by("id").agg(pl.len().alias("n"))
+    left = words.select("id", *GROUP, "objkey", "word", pl.col("object_id").is_null().alias("lit"))
+    shared = (
+        left.join(left, on=[*GROUP, "word"], suffix="_b")
+        .filter(pl.col("id") < pl.col("id_b"))
+        .filter((pl.col("lit") | pl.col("lit_b")) & (pl.col("objkey") != pl.col("objkey_b")))
+        .group_by("id", "id_b")
+        .agg(pl.len().alias("shared"))
+        .join(sizes, on="id")
+        .join(sizes.rename({"id": "id_b", "n": "n_b"}), on="id_b")
+    )
+    close = shared.filter(pl.col("shared") / pl.min_horizontal("n", "n_b") >= threshold)
+    return close.select(pl.col("id").alias("a"), pl.col("id_b").alias("b"))
+
+
+def _tie_pairs(timeline: pl.DataFrame) -> pl.DataFrame:
+    """Different objects stated for the same valid_at (one statement per object)."""
+    reps = timeline.filter(pl.col("tie") & (pl.col("id") == pl.col("span_start_id")))
+    reps = reps.select("id", *GROUP, "valid_at")
+    return (
+        reps.join(reps, on=[*GROUP, "valid_at"], suffix="_b")
+        .filter(pl.col("id") < pl.col("id_b"))
+        .select(pl.col("id").alias("a"), pl.col("id_b").alias("b"))
+    )
+
+
+def _stable_change_pairs(timeline: pl.DataFrame) -> pl.DataFrame:
+    """A stable functional predicate changed its object: the change is judged, not assumed."""
+    changed = timeline.filter(
+        ~pl.col("volatile")
+        & (pl.col("id") == pl.col("span_start_id"))
+        & pl.col("change_id").is_not_null()
+    )
+    return changed.select(
+        pl.min_horizontal("id", "change_id").alias("a"),
+        pl.max_horizontal("id", "change_id").alias("b"),
+    )
+
+
+def _undated(
+    undated: pl.DataFrame, timeline: pl.DataFrame, protected: set[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Functional statements without valid_at: (merges loser → into, pairs to judge).
+
+    The same object as a dated span merges into the span in effect when the
+    store learned it (else that object's first span); another undated statement
+    of the same object merges into the first one. What is left, and a
+    restatement of something a judge retired, is paired with the spans in
+    effect when it was learned and with the other undated objects.
+    """
+    spans = timeline.filter(pl.col("id") == pl.col("span_start_id")).select(
+        *GROUP, "objkey", "valid_at", "change_at", pl.col("id").alias("into")
+    )
+    learned = undated.sort("created_at", "id")
+    in_effect_same = learned.join_asof(
+        spans.sort("valid_at"),
+        left_on="created_at",
+        right_on="valid_at",
+        by=[*GROUP, "objkey"],
+        strategy="backward",
+        suffix="_span",
+        check_sortedness=False,
+    ).select("id", *GROUP, "objkey", "created_at", "into")
+    first_span = (
+        spans.sort("valid_at")
+        .group_by([*GROUP, "objkey"], maintain_order=True)
+        .agg(pl.col("into").first().alias("first_into"))
+    )
+    resolved = in_effect_same.join(first_span, on=[*GROUP, "objkey"], how="left").with_columns(
+        pl.coalesce("into", "first_into").alias("into")
+    )
+    to_dated = resolved.filter(pl.col("into").is_not_null()).select("id", "into")
+    alone = resolved.filter(pl.col("into").is_null()).sort("created_at", "id")
+    alone = alone.with_columns(pl.col("id").first().over([*GROUP, "objkey"]).alias("first"))
+    among_undated = alone.filter(pl.col("id") != pl.col("first")).select(
+        "id", pl.col("first").alias("into")
+    )
+    merges = pl.concat([to_dated, among_undated])
+    blocked = merges.filter(pl.col("into").is_in(sorted(protected)))["id"].to_list()
+    reps = resolved.filter(
+        pl.col("id").is_in(alone.filter(pl.col("id") == pl.col("first"))["id"].to_list() + blocked)
+    ).select("id", *GROUP, "objkey", "created_at")
+
+    in_effect = reps.join(spans, on=GROUP, suffix="_span").filter(
+        (pl.col("valid_at") <= pl.col("created_at"))
+        & (pl.col("change_at").is_null() | (pl.col("change_at") > pl.col("created_at")))
+    )
+    effect = in_effect.filter(pl.col("objkey") != pl.col("objkey_span"))
+    earliest = (
+        spans.filter(pl.col("valid_at") == pl.col("valid_at").min().over(GROUP))
+        .join(reps, on=GROUP, suffix="_rep")
+        .filter(pl.col("objkey") != pl.col("objkey_rep"))
+        .join(in_effect.select("id"), on="id", how="anti")
+        .select("id", "into")
+    )
+    with_dated = pl.concat([effect.select("id", "into"), earliest])
+    between = (
+        reps.join(reps, on=GROUP, suffix="_b")
+        .filter((pl.col("id") < pl.col("id_b")) & (pl.col("objkey") != pl.col("objkey_b")))
+        .select("id", pl.col("id_b").alias("into"))
+    )
+    pairs = pl.concat([with_dated, between]).select(
+        pl.min_horizontal("id", "into").alias("a"), pl.max_horizontal("id", "into").alias("b")
+    )
+    return merges.filter(~pl.col("id").is_in(blocked)), pairs
+
+
+_ATTITUDES_SQL = "SELECT id, statement, evidence, previous_id FROM attitudes"
+
+
+def _attitudes(store: Store) -> pl.DataFrame:
+    schema = {"id": pl.Utf8(), "statement": pl.Utf8(), "evidence": pl.Utf8(),
+              "previous_id": pl.Utf8()}  # fmt: skip
+    return typed(store.fetch_df(_ATTITUDES_SQL), schema)
+
+
+def _preference_links(attitudes: pl.DataFrame, prefs: pl.DataFrame) -> pl.DataFrame:
+    """(old, new) statements of one preference whose attitudes form a version chain (T4).
+
+    A statement belongs to an attitude when the attitude's statement ends with
+    its object and lists its source session as evidence; a statement matching
+    several attitudes is left alone.
+    """
+    empty = pl.DataFrame(schema={"old": pl.Utf8, "new": pl.Utf8})
+    if prefs.is_empty() or attitudes.is_empty():
+        return empty
+    attitudes = attitudes.select(
+        pl.col("id").alias("attitude_id"),
+        "previous_id",
+        normalized_text("statement").alias("said"),
+        pl.col("evidence").fill_null("[]").str.json_decode(pl.List(pl.Utf8)).alias("session"),
+    ).explode("session")
+    owned = (
+        prefs.select(
+            "id",
+            *GROUP,
+            "source_session",
+            "valid_at",
+            "created_at",
+            normalized_text("object").alias("obj"),
+        )
+        .join(attitudes, left_on="source_session", right_on="session")
+        .filter(
+            (pl.col("said") == pl.col("obj"))
+            | pl.col("said").str.ends_with(pl.lit(" ") + pl.col("obj"))
+        )
+        .unique(["id", "attitude_id"])
+    )
+    owned = owned.filter(pl.len().over("id") == 1)
+    owned = owned.sort("valid_at", "created_at", "id", nulls_last=True).unique(
+        "attitude_id", keep="first", maintain_order=True
+    )
+    versions = owned.select("id", *GROUP, "attitude_id", "previous_id", "valid_at")
+    return (
+        versions.join(
+            versions,
+            left_on=[*GROUP, "previous_id"],
+            right_on=[*GROUP, "attitude_id"],
+            suffix="_old",
+        )
+        .filter(
+            pl.col("valid_at").is_null()
+            | pl.col("valid_at_old").is_null()
+            | (pl.col("valid_at_old") <= pl.col("valid_at"))
+        )
+        .select(pl.col("id_old").alias("old"), pl.col("id").alias("new"))
+    )
+
+
+# =========================================================================== judging
+
+
+def _statements(
+    store: Store, rows: pl.DataFrame, ids: Sequence[str], max_chars: int
+) -> dict[str, ConflictStatement]:
+    context = store.fetch_df(
+        "SELECT t.id, s.started_at AS session_started_at, b.text AS source_text, "
+        "o.entity_type AS object_type FROM triples t "
+        "LEFT JOIN sessions s ON s.id = t.source_session "
+        "LEFT JOIN blocks b ON b.id = t.source_block "
+        "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
+        {"ids": list(ids)},
+    )
+    context = typed(
+        context,
+        {
+            "id": pl.Utf8(),
+            "session_started_at": pl.Datetime("us"),
+            "source_text": pl.Utf8(),
+            "object_type": pl.Utf8(),
+        },
+    )
+    joined = rows.filter(pl.col("id").is_in(list(ids))).join(context, on="id", how="left")
+    out: dict[str, ConflictStatement] = {}
+    for row in joined.iter_rows(named=True):
+        text = row["source_text"]
+        if text is not None and len(text) > max_chars:
+            text = text[:max_chars] + " …"
+        out[row["id"]] = ConflictStatement(
+            triple_id=row["id"],
+            object=row["object"],
+            object_id=row["object_id"],
+            object_type=row["object_type"],
+            valid_at=row["valid_at"],
+            invalid_at=row["invalid_at"],
+            created_at=row["created_at"],
+            source_session=row["source_session"],
+            session_started_at=row["session_started_at"],
+            source_text=text,
+            confidence=float(row["confidence"]),
+            status=row["status"],
+        )
+    return out
+
+
+def _subjects(store: Store, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+    rows = store.fetch(
+        "SELECT id, name, entity_type FROM entities WHERE id = ANY(:ids)", {"ids": list(ids)}
+    )
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def _ask(
+    judge: Judge, requests: list[ResolveConflictRequest], batch: int, *, escalate: bool
+) -> list[ConflictReply]:
+    replies: list[ConflictReply] = []
+    for start in range(0, len(requests), batch):
+        replies += judge.ask_many(
+            RESOLVE_CONFLICT, requests[start : start + batch], escalate=escalate
+        )
+    return replies
+
+
+def _earlier(a: ConflictStatement, b: ConflictStatement) -> bool:
+    """True when ``a`` came first (valid_at, then created_at, then id; undated last)."""
+
+    def key(s: ConflictStatement) -> tuple[int, dt.datetime, dt.datetime, str]:
+        return (s.valid_at is None, s.valid_at or s.created_at, s.created_at, s.triple_id)
+
+    return key(a) <= key(b)
+
+
+def _usable(
+    reply: ConflictReply, a: ConflictStatement, b: ConflictStatement, threshold: float
+) -> tuple[bool, str | None]:
+    """Whether a reply may be applied, and for SUPERSEDE which side is newer."""
+    if reply.confidence < threshold:
+        return False, None
+    if reply.verdict != "SUPERSEDE":
+        return True, None
+    newer = reply.newer
+    if newer is None and a.valid_at and b.valid_at and a.valid_at != b.valid_at:
+        newer = "a" if a.valid_at > b.valid_at else "b"
+    if newer is None:
+        return False, None
+    new, old = (a, b) if newer == "a" else (b, a)
+    if new.valid_at and old.valid_at and new.valid_at < old.valid_at:
+        return False, None  # "newer" began before the one it replaces: contradicts the dates
+    return True, newer
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """What the plan knows about a judged pair besides the request."""
+
+    pair_id: str
+    subject_id: str
+    predicate: str
+    preference: bool
+    impact: float  # review impact: a functional timeline matters more than a multi-valued fact
+
+
+def _judged_action(
+    pair: _Pair,
+    request: ResolveConflictRequest,
+    reply: ConflictReply,
+    newer: str | None,
+    decided_by: str,
+) -> ConflictAction:
+    a, b = request.a, request.b
+    base: dict[str, Any] = {
+        "subject_id": pair.subject_id,
+        "predicate": pair.predicate,
+        "reason": reply.reason,
+        "decided_by": decided_by,
+        "confidence": reply.confidence,
+        "verdict": reply.verdict,
+        "pair_id": pair.pair_id,
+        "impact": pair.impact,
+    }
+    verdict = reply.verdict
+    if verdict == "MERGE" and pair.preference:
+        # A preference keeps its versions (T4): the later wording becomes current, the
+        # earlier one is retired with a date instead of being merged away.
+        verdict, newer = "SUPERSEDE", ("b" if _earlier(a, b) else "a")
+    if verdict == "SUPERSEDE":
+        new, old = (a, b) if newer == "a" else (b, a)
+        return ConflictAction(
+            kind="supersede",
+            target_id=old.triple_id,
+            other_id=new.triple_id,
+            invalid_at=new.valid_at or new.created_at,
+            **base,
+        )
+    if verdict == "MERGE":
+        survivor, loser = (a, b) if _earlier(a, b) else (b, a)
+        wording = (reply.merged_object or "").strip()
+        merged = (
+            wording
+            if wording and survivor.object_id is None and wording != survivor.object
+            else None
+        )
+        return ConflictAction(
+            kind="merge",
+            target_id=loser.triple_id,
+            other_id=survivor.triple_id,
+            merged_object=merged,
+            **base,
+        )
+    return ConflictAction(kind="coexist", target_id=a.triple_id, other_id=b.triple_id, **base)
+
+
+def _review_action(
+    pair: _Pair,
+    request: ResolveConflictRequest,
+    replies: list[tuple[str, ConflictReply]],
+    now: dt.datetime,
+    config: ConflictConfig,
+) -> ConflictAction:
+    last_by, last = replies[-1]
+    proposal = {
+        "pair": pair.pair_id,
+        "triple_a": request.a.triple_id,
+        "triple_b": request.b.triple_id,
+        "subject": request.subject,
+        "predicate": pair.predicate,
+        "objects": {"a": request.a.object, "b": request.b.object},
+        "verdicts": [{"decided_by": by, **r.model_dump(mode="json")} for by, r in replies],
+        "deadline": (now + dt.timedelta(days=config.review_deadline_days)).isoformat(),
+        "why_asked": request.why_asked,
+    }
+    return ConflictAction(
+        kind="review",
+        target_id=request.a.triple_id,
+        other_id=request.b.triple_id,
+        subject_id=pair.subject_id,
+        predicate=pair.predicate,
+        reason=(
+            f"not sure enough ({last.confidence:.2f} < {config.confidence_threshold})"
+            if last.confidence < config.confidence_threshold
+            else "the verdict contradicts the dates or does not say which statement is newer"
+        )
+        + f": {last.reason}",
+        decided_by=last_by,
+        confidence=last.confidence,
+        verdict=last.verdict,
+        pair_id=pair.pair_id,
+        proposal=proposal,
+        impact=pair.impact,
+    )
+
+
+def _judge_pairs(
+    store: Store,
+    judge: Judge,
+    pairs: pl.DataFrame,
+    rows: pl.DataFrame,
+    grounding: Grounding,
+    config: ConflictConfig,
+    now: dt.datetime,
+    stats: Counter[str],
+) -> list[ConflictAction]:
+    """Ask the judge about each pair, escalate the unsure ones, queue what stays unsure."""
+    if pairs.is_empty():
+        return []
+    ids = sorted(set(pairs["a"].to_list()) | set(pairs["b"].to_list()))
+    statements = _statements(store, rows, ids, config.max_source_chars)
+    info = rows.filter(pl.col("id").is_in(ids)).select("id", *GROUP, "functional", "preference")
+    by_id = {r["id"]: r for r in info.iter_rows(named=True)}
+    subjects = _subjects(store, sorted({r["subject_id"] for r in by_id.values()}))
+    requests: list[ResolveConflictRequest] = []
+    meta: list[_Pair] = []
+    for a, b, why in pairs.select("a", "b", "why").iter_rows():
+        row = by_id[a]
+        definition = grounding.get(row["predicate"])
+        predicate = (
+            definition.as_dict()
+            if definition
+            else {
+                "name": row["predicate"],
+                "description": "not in the grounding definitions",
+                "cardinality": "unknown",
+            }
+        )
+        name, kind = subjects.get(row["subject_id"], (row["subject_id"], None))
+        requests.append(
+            ResolveConflictRequest(
+                subject=name,
+                subject_type=kind,
+                predicate=predicate,
+                why_asked=why,
+                a=statements[a],
+                b=statements[b],
+            )
+        )
+        meta.append(
+            _Pair(
+                pair_id=pair_id(a, b),
+                subject_id=row["subject_id"],
+                predicate=row["predicate"],
+                preference=bool(row["preference"]),
+                impact=1.0 if row["functional"] else 0.5,
+            )
+        )
+    stats["judged"] += len(requests)
+    first = _ask(judge, requests, config.batch_size, escalate=False)
+    checked = [
+        _usable(r, q.a, q.b, config.confidence_threshold)
+        for r, q in zip(first, requests, strict=True)
+    ]
+    unsure = [i for i, (ok, _) in enumerate(checked) if not ok]
+    stats["escalated"] += len(unsure)
+    second = dict(
+        zip(
+            unsure,
+            _ask(judge, [requests[i] for i in unsure], config.batch_size, escalate=True),
+            strict=True,
+        )
+    )
+    actions: list[ConflictAction] = []
+    for i, (request, pair) in enumerate(zip(requests, meta, strict=True)):
+        if i not in second:
+            actions.append(_judged_action(pair, request, first[i], checked[i][1], judge.kind))
+            continue
+        ok, newer = _usable(second[i], request.a, request.b, config.confidence_threshold)
+        if ok:
+            actions.append(_judged_action(pair, request, second[i], newer, "escalation"))
+        else:
+            stats["queued_for_review"] += 1
+            replies = [(judge.kind, first[i]), ("escalation", second[i])]
+            actions.append(_review_action(pair, request, replies, now, config))
+    return actions
+
+
+# =========================================================================== the plan
+
+
+def _pairs_frame(parts: list[tuple[pl.DataFrame, str]]) -> pl.DataFrame:
+    frames = [
+        df.select("a", "b").with_columns(pl.lit(why).alias("why")) for df, why in parts if df.height
+    ]
+    if not frames:
+        return pl.DataFrame(schema={"a": pl.Utf8, "b": pl.Utf8, "why": pl.Utf8})
+    return pl.concat(frames).unique(["a", "b"], keep="first", maintain_order=True)
+
+
+def _resolve_into(merges: pl.DataFrame, judged_into: dict[str, str]) -> pl.DataFrame:
+    """Merge targets that the judge merged away in this plan point on to their survivor."""
+    if not judged_into or merges.is_empty():
+        return merges
+
+    def final(target: str) -> str:
+        seen = set()
+        while target in judged_into and target not in seen:
+            seen.add(target)
+            target = judged_into[target]
+        return target
+
+    return merges.with_columns(pl.col("into").map_elements(final, return_dtype=pl.Utf8))
+
+
+@dataclass
+class _State:
+    """The candidates as they stand once the judged verdicts so far are applied."""
+
+    timeline: pl.DataFrame
+    undated_merges: pl.DataFrame
+    multi_merges: pl.DataFrame
+    links: pl.DataFrame
+    pairs: pl.DataFrame
+
+    @classmethod
+    def of(
+        cls, rows: pl.DataFrame, attitudes: pl.DataFrame, protected: set[str],
+        judged_into: dict[str, str], config: ConflictConfig,
+    ) -> _State:  # fmt: skip
+        live = rows.filter(~pl.col("id").is_in(sorted(judged_into)))
+        functional = live.filter(pl.col("functional"))
+        timeline = functional_timeline(functional.filter(pl.col("valid_at").is_not_null()))
+        undated_merges, undated_pairs = _undated(
+            functional.filter(pl.col("valid_at").is_null()), timeline, protected
+        )
+        multi_merges, multi_reps = _multi_duplicates(live.filter(~pl.col("functional")))
+        links = _preference_links(attitudes, multi_reps.filter(pl.col("preference")))
+        similar = _similar_pairs(multi_reps, config.similarity_threshold)
+        if links.height:
+            linked = links.select(
+                pl.min_horizontal("old", "new").alias("a"),
+                pl.max_horizontal("old", "new").alias("b"),
+            )
+            similar = similar.join(linked, on=["a", "b"], how="anti")
+        pairs = _pairs_frame(
+            [
+                (_tie_pairs(timeline), "different objects stated for the same valid_at"),
+                (_stable_change_pairs(timeline), "a stable predicate changed its object"),
+                (undated_pairs, "at least one statement has no valid_at"),
+                (similar, "two wordings of a multi-valued predicate look like the same thing"),
+            ]
+        )
+        created = rows.select("id", "created_at")
+        pairs = (
+            pairs.with_columns(
+                (pl.min_horizontal("a", "b") + pl.lit("|") + pl.max_horizontal("a", "b")).alias(
+                    "pair_id"
+                )
+            )
+            .join(created.rename({"id": "a", "created_at": "ca"}), on="a")
+            .join(created.rename({"id": "b", "created_at": "cb"}), on="b")
+            .sort(pl.min_horizontal("ca", "cb"), "pair_id")  # oldest first
+        )
+        return cls(timeline, undated_merges, multi_merges, links, pairs)
+
+
+#: Rounds of judging per plan: a verdict can uncover a pair (a restatement of what it retired).
+_MAX_ROUNDS = 3
+
+
+def plan_conflicts(
+    store: Store,
+    judge: Judge,
+    *,
+    grounding: Grounding | None = None,
+    config: ConflictConfig | None = None,
+    dry_run: bool = False,
+    now: dt.datetime | None = None,
+) -> ConflictPlan:
+    """Decide every conflict the store holds now; writes nothing.
+
+    ``now`` is the store time the plan stamps on retired rows (default: the
+    current UTC time); tests pass a fixed one to compare runs.
+    """
+    grounding = grounding or Grounding.load()
+    config = config or ConflictConfig()
+    now = now or utcnow()
+    stats: Counter[str] = Counter()
+    before = judge.stats.as_dict()
+    rows = candidate_rows(store, grounding)
+    stats["candidate_triples"] = rows.height
+    stats["groups"] = rows.select(GROUP).n_unique() if rows.height else 0
+
+    def finish(actions: list[ConflictAction], pending: list[str]) -> ConflictPlan:
+        after = judge.stats.as_dict()
+        return ConflictPlan(
+            actions=actions,
+            stats=stats,
+            judge_kind=judge.kind,
+            judge_stats={k: after[k] - before.get(k, 0) for k in after},
+            now=now,
+            config=config,
+            dry_run=dry_run,
+            pending_pairs=pending,
+        )
+
+    if rows.is_empty():
+        return finish([], [])
+    verdicts = _known_verdicts(store)
+    known = set(verdicts["id"].to_list())
+    protected = _judge_protected(rows, verdicts)
+    attitudes = _attitudes(store) if rows["preference"].any() else pl.DataFrame()
+    judged: list[ConflictAction] = []
+    judged_into: dict[str, str] = {}
+    asked: set[str] = set()
+    for round_ in range(_MAX_ROUNDS + 1):
+        # Rules see the store as the judged verdicts will leave it, so re-planning after
+        # the apply finds the same timeline (and nothing to do).
+        state = _State.of(rows, attitudes, protected, judged_into, config)
+        fresh = state.pairs.filter(~pl.col("pair_id").is_in(sorted(known | asked)))
+        budget = config.max_judged_pairs - len(asked)
+        if fresh.is_empty() or budget <= 0 or round_ == _MAX_ROUNDS:
+            break
+        batch = fresh.head(budget)
+        asked |= set(batch["pair_id"].to_list())
+        verdicts_now = _judge_pairs(store, judge, batch, rows, grounding, config, now, stats)
+        judged += verdicts_now
+        judged_into |= {
+            a.target_id: a.other_id for a in verdicts_now if a.kind == "merge" and a.other_id
+        }
+        protected |= {a.target_id for a in verdicts_now if a.kind == "supersede"}
+    pending = fresh["pair_id"].to_list()
+    stats["deferred"] = len(pending)
+    stats["skipped_known"] = state.pairs.filter(pl.col("pair_id").is_in(sorted(known))).height
+    rule_actions = _rule_actions(
+        rows, state.timeline, state.undated_merges, state.multi_merges, state.links, protected,
+        judged_into,
+    )  # fmt: skip
+    stats["by_rule"] = len(rule_actions)
+    stats["candidates"] = (
+        len(rule_actions) + len(asked) + stats["skipped_known"] + stats["deferred"]
+    )
+    return finish([*judged, *rule_actions], pending)
+
+
+def _rule_actions(
+    rows: pl.DataFrame,
+    timeline: pl.DataFrame,
+    undated_merges: pl.DataFrame,
+    multi_merges: pl.DataFrame,
+    links: pl.DataFrame,
+    protected: set[str],
+    judged_into: dict[str, str],
+) -> list[ConflictAction]:
+    """Restatement merges, the T6 timeline and the T4 preference chain, as actions."""
+    protected_list = sorted(protected)
+    continuation = timeline.filter(pl.col("id") != pl.col("span_start_id")).select(
+        "id", pl.col("span_start_id").alias("into")
+    )
+    merges = _resolve_into(pl.concat([continuation, undated_merges, multi_merges]), judged_into)
+    merges = merges.filter(
+        ~pl.col("id").is_in(protected_list)
+        & ~pl.col("into").is_in(protected_list)
+        & (pl.col("id") != pl.col("into"))
+    )
+    losers = set(merges["id"].to_list())
+    info = rows.select(
+        "id", *GROUP, "object", "valid_at", "created_at", "status", "invalid_at", "superseded_by"
+    )
+    detail = (
+        merges.join(info, on="id")
+        .join(
+            info.select(pl.col("id").alias("into"), pl.col("object").alias("into_object")),
+            on="into",
+        )
+        .sort("into", "valid_at", "created_at", "id", nulls_last=True)
+    )
+    actions = [
+        ConflictAction(
+            kind="merge",
+            target_id=r["id"],
+            other_id=r["into"],
+            subject_id=r["subject_id"],
+            predicate=r["predicate"],
+            rule="restatement",
+            decided_by="rule",
+            reason=f"'{r['object']}' restates '{r['into_object']}'",
+        )
+        for r in detail.iter_rows(named=True)
+    ]
+
+    # T6: every span of a functional, volatile predicate ends where the next object begins.
+    live = set(rows["id"].to_list()) - losers - set(judged_into)
+    spans = timeline.filter(
+        pl.col("volatile")
+        & (pl.col("id") == pl.col("span_start_id"))
+        & ~pl.col("id").is_in(protected_list + sorted(losers))
+    )
+    ends = spans.filter(pl.col("change_at").is_not_null())
+    already = (
+        (pl.col("status") == "active")
+        & pl.col("invalid_at").is_not_null()
+        & (pl.col("invalid_at") <= pl.col("change_at"))
+    ) | (
+        (pl.col("status") == "superseded")
+        & (pl.col("invalid_at") == pl.col("change_at"))
+        & (pl.col("superseded_by") == pl.col("change_id"))
+    )
+    ends = ends.filter(~already.fill_null(False)).join(
+        rows.select(pl.col("id").alias("change_id"), pl.col("object").alias("new_object")),
+        on="change_id",
+    )
+    for r in ends.sort("id").iter_rows(named=True):
+        actions.append(
+            ConflictAction(
+                kind="supersede",
+                target_id=r["id"],
+                other_id=r["change_id"],
+                subject_id=r["subject_id"],
+                predicate=r["predicate"],
+                invalid_at=r["change_at"],
+                rule="timeline",
+                decided_by="rule",
+                reason=f"'{r['new_object']}' holds from {r['change_at']:%Y-%m-%d}, so "
+                f"'{r['object']}' stops holding then",
+            )
+        )
+    reopen = spans.filter(
+        pl.col("change_at").is_null()
+        & (pl.col("status") == "superseded")
+        & pl.col("superseded_by").is_not_null()
+        & ~pl.col("superseded_by").is_in(sorted(live))
+    )
+    for r in reopen.sort("id").iter_rows(named=True):
+        actions.append(
+            ConflictAction(
+                kind="reopen",
+                target_id=r["id"],
+                subject_id=r["subject_id"],
+                predicate=r["predicate"],
+                rule="reopen",
+                decided_by="rule",
+                reason=f"no later statement of another object remains (was superseded by "
+                f"{r['superseded_by']})",
+            )
+        )
+
+    # T4: a preference's older version is retired, dated, when the attitudes chain says so.
+    if links.height:
+        chain = (
+            links.filter(
+                ~pl.col("old").is_in(protected_list + sorted(losers) + sorted(judged_into))
+            )
+            .filter(~pl.col("new").is_in(sorted(losers) + sorted(judged_into)))
+            .join(info, left_on="old", right_on="id")
+            .join(
+                info.select(
+                    pl.col("id").alias("new"),
+                    pl.col("object").alias("new_object"),
+                    _start().alias("new_start"),
+                ),
+                on="new",
+            )
+        )
+        done = (
+            (pl.col("status") == "superseded")
+            & (pl.col("invalid_at") == pl.col("new_start"))
+            & (pl.col("superseded_by") == pl.col("new"))
+        )
+        for r in chain.filter(~done.fill_null(False)).sort("old").iter_rows(named=True):
+            actions.append(
+                ConflictAction(
+                    kind="supersede",
+                    target_id=r["old"],
+                    other_id=r["new"],
+                    subject_id=r["subject_id"],
+                    predicate=r["predicate"],
+                    invalid_at=r["new_start"],
+                    rule="preference_chain",
+                    decided_by="rule",
+                    reason=f"newer version '{r['new_object']}' from {r['new_start']:%Y-%m-%d}; "
+                    f"'{r['object']}' is kept as an earlier version",
+                )
+            )
+    return actions
+
+
+def proposal_json(action: ConflictAction) -> str:
+    return json.dumps(action.proposal or {}, ensure_ascii=False, sort_keys=True, default=str)
