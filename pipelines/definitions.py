@@ -1,27 +1,23 @@
-"""The Dagster code location: every asset, check, job, schedule and resource of memvault."""
+"""The Dagster code location: every asset, check, job, schedule, sensor and resource of memvault."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector
-from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
-
-all_assets = dg.load_assets_from_modules([collector])
-all_checks = dg.load_asset_checks_from_modules([collector])
-
-collect_job = dg.define_asset_job(
-    "collect_job",
-    selection=dg.AssetSelection.groups("collector"),
-    description="Collect new sessions and embed what came in.",
+from assets import collector, dream, dream_checks
+from pipelines.jobs import collect_job, collector_schedule, dream_job
+from pipelines.sensors import dream_gate_sensor
+from resources import (
+    CollectorSourcesResource,
+    DreamResource,
+    EmbedderResource,
+    JudgeResource,
+    StoreResource,
 )
 
-collector_schedule = dg.ScheduleDefinition(
-    name="collector_daily",
-    job=collect_job,
-    cron_schedule="15 2 * * *",
-    description="The collector runs daily; the nightly tracks run after it (O6, GD10).",
-)
+ASSET_MODULES = [collector, dream, dream_checks]
+all_assets = dg.load_assets_from_modules(ASSET_MODULES)
+all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
 
 def build_resources() -> dict[str, dg.ConfigurableResource]:
@@ -31,13 +27,15 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
         "sources": CollectorSourcesResource(),
         "llm": JudgeResource(),
         "embedder": EmbedderResource(),
+        "dream": DreamResource(),
     }
 
 
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
-    jobs=[collect_job],
+    jobs=[collect_job, dream_job],
     schedules=[collector_schedule],
+    sensors=[dream_gate_sensor],
     resources=build_resources(),
 )

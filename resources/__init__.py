@@ -1,8 +1,15 @@
 """Dagster resources: the seams through which assets reach the store, the judge and the embedder."""
 
 from resources.collector import CollectorSourcesResource
+from resources.dream import DreamResource
 from resources.embedder import EmbedderResource
 from resources.llm import JudgeResource
 from resources.store import StoreResource
 
-__all__ = ["CollectorSourcesResource", "EmbedderResource", "JudgeResource", "StoreResource"]
+__all__ = [
+    "CollectorSourcesResource",
+    "DreamResource",
+    "EmbedderResource",
+    "JudgeResource",
+    "StoreResource",
+]

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memvault.judge.tasks import TASKS, JudgeTask
+from memvault.judge.registry import all_tasks
+from memvault.judge.tasks import JudgeTask
 from memvault.paths import data_dir
 
 
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
     args = parser.parse_args(argv)
     stale = []
-    for task in TASKS.values():
+    for task in all_tasks().values():
         path = schema_path(task)
         text = schema_text(task)
         if path.is_file() and path.read_text(encoding="utf-8") == text:

@@ -11,6 +11,11 @@ from pipelines.definitions import defs
 EXPECTED_GRAPH = {
     "collected_sessions": {"group": "collector", "deps": set()},
     "memory_embeddings": {"group": "collector", "deps": {"collected_sessions"}},
+    "dream_orient": {"group": "dream", "deps": {"memory_embeddings"}},
+    "dream_signal": {"group": "dream", "deps": {"dream_orient"}},
+    "dream_reflect": {"group": "dream", "deps": {"dream_signal"}},
+    "dream_consolidate": {"group": "dream", "deps": {"dream_reflect"}},
+    "dream_prune": {"group": "dream", "deps": {"dream_consolidate"}},
 }
 
 
@@ -41,7 +46,23 @@ def test_checks_and_schedules() -> None:
         key.name: key.asset_key.to_user_string()
         for key in defs.resolve_asset_graph().asset_check_keys
     }
-    assert checks == {"references_resolve": "collected_sessions"}
+    assert checks == {
+        "references_resolve": "collected_sessions",
+        "grounding": "dream_consolidate",
+        "no_data_loss": "dream_consolidate",
+        "bitemporal_consistency": "dream_consolidate",
+        "idempotency": "dream_consolidate",
+        "triples_expectations": "dream_consolidate",
+    }
+    graph = defs.resolve_asset_graph()
+    blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}
+    assert blocking == {
+        "references_resolve",
+        "no_data_loss",
+        "bitemporal_consistency",
+        "idempotency",
+    }
+    assert defs.resolve_sensor_def("dream_gate_sensor").job_name == "dream_job"
     schedule = defs.resolve_schedule_def("collector_daily")
     assert schedule.cron_schedule == "15 2 * * *"
     assert schedule.job_name == "collect_job"

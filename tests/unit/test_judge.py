@@ -19,7 +19,6 @@ import pytest
 from memvault.errors import JudgeError, MemvaultError
 from memvault.judge import (
     EXTRACT_MEMORY,
-    TASKS,
     ExtractionReply,
     ExtractMemoryRequest,
     HeuristicJudge,
@@ -32,6 +31,7 @@ from memvault.judge import (
     ScriptExhaustedError,
     make_judge,
 )
+from memvault.judge.registry import all_tasks
 from memvault.judge.schemas import schema_path
 from memvault.judge.tasks import FENCE_CLOSE, FENCE_OPEN, Prompt
 
@@ -158,7 +158,10 @@ def test_prompt_file_sections_are_parsed_strictly() -> None:
         Prompt.parse("## system\nx\n## user\nno placeholder\n")
 
 
-@pytest.mark.parametrize("task", list(TASKS.values()), ids=list(TASKS))
+ALL_TASKS = all_tasks()
+
+
+@pytest.mark.parametrize("task", list(ALL_TASKS.values()), ids=list(ALL_TASKS))
 def test_schema_file_matches_reply_model(task: Any) -> None:
     written = json.loads(schema_path(task).read_text(encoding="utf-8"))
     assert written == task.reply_model.model_json_schema(), "run `python -m memvault.judge.schemas`"
@@ -170,7 +173,7 @@ def test_every_reply_field_is_described_for_the_model() -> None:
         for sub in schema.get("$defs", {}).values():
             yield from walk(sub)
 
-    for task in TASKS.values():
+    for task in ALL_TASKS.values():
         undocumented = [n for n, p in walk(task.schema) if not p.get("description")]
         assert undocumented == [], f"{task.name}: fields without description: {undocumented}"
 

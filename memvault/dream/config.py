@@ -1,0 +1,20 @@
+"""Dream settings: the dual gate (D6) and what prune may touch; graph and conflict settings nest here."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DreamConfig(BaseModel):
+    """Tunables of one dream; the defaults are SPEC §2's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gate_hours: float = Field(
+        24.0, gt=0, description="Minimum hours since the last successful dream"
+    )
+    gate_sessions: int = Field(5, ge=1, description="Minimum new sessions since the last dream")
+    orphan_grace_days: float = Field(
+        7.0, ge=0, description="An orphan entity younger than this is left alone (memories settle)"
+    )
+    max_insights: int = Field(5, ge=0, description="Insights written by one reflect stage")

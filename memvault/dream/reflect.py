@@ -1,0 +1,338 @@
+"""D3 Reflect: a judge reads a statistics snapshot (never the raw store) and writes insights and gaps.
+
+The snapshot is small and aggregate: counts, what changed, the most central
+entities, the communities, the most volatile predicates, repeated recall
+failures. Insights become blocks of kind ``insight``; knowledge gaps go to
+``knowledge_gap`` (kind ``recall``: a question that keeps failing;
+``structural``: a central entity we hold no facts about). The heuristic
+judge writes an honest statistical reflection and labels it as such.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.dream.orient import OrientStats
+from memvault.judge.base import Judge
+from memvault.judge.tasks import JudgeTask
+from memvault.normalize import utcnow
+from memvault.store import Store
+
+STATISTICAL_LABEL = "[statistical reflection: heuristic judge, no LLM]"
+
+
+class CentralEntity(BaseModel):
+    name: str
+    entity_type: str
+    pagerank: float
+    ppr: float
+    facts: int
+
+
+class CommunitySummary(BaseModel):
+    community: int
+    size: int
+    members: list[str] = Field(description="Up to five member names, most central first")
+
+
+class RecallFailure(BaseModel):
+    signature: str
+    intent_label: str | None
+    entities: list[str]
+    fail_count: int
+    last_fail_at: dt.datetime
+
+
+class StatisticsSnapshot(BaseModel):
+    """What reflect may read: aggregates only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    new_since_last_dream: dict[str, int]
+    totals: dict[str, int]
+    active_triples: int
+    superseded_by_predicate: dict[str, int] = Field(
+        description="Facts retired as superseded, per predicate (volatility seen in the data)"
+    )
+    central_entities: list[CentralEntity]
+    communities: list[CommunitySummary]
+    recall_failures: list[RecallFailure]
+    open_reviews: int
+
+
+class InsightItem(BaseModel):
+    text: str = Field(
+        min_length=1, description="One insight, one or two sentences, about the owner's memory"
+    )
+    entities: list[str] = Field(description="Names of the entities the insight is about")
+    confidence: float = Field(ge=0.0, le=1.0, description="How well the statistics support it")
+
+
+class GapItem(BaseModel):
+    signature: str = Field(
+        min_length=1, description="The failing recall signature, or the entity name"
+    )
+    kind: Literal["recall", "structural"] = Field(
+        description="recall: a question that keeps failing; structural: something central with no facts"
+    )
+    reason: str = Field(description="Why this is a gap, in one sentence")
+
+
+class ReflectionReply(BaseModel):
+    """Insights and knowledge gaps read off a statistics snapshot."""
+
+    insights: list[InsightItem] = Field(description="At most five insights, most useful first")
+    gaps: list[GapItem] = Field(description="Knowledge gaps worth filling")
+
+
+def _statistical_reflection(snapshot: StatisticsSnapshot) -> ReflectionReply:
+    """What the numbers say, and nothing they do not."""
+    insights: list[InsightItem] = []
+    if snapshot.central_entities:
+        top = snapshot.central_entities[:3]
+        insights.append(
+            InsightItem(
+                text=f"{STATISTICAL_LABEL} Most central in recent sessions (personalized PageRank): "
+                + ", ".join(f"{e.name} ({e.entity_type}, {e.ppr:.3f})" for e in top)
+                + ".",
+                entities=[e.name for e in top],
+                confidence=0.6,
+            )
+        )
+    if snapshot.communities:
+        big = snapshot.communities[0]
+        insights.append(
+            InsightItem(
+                text=f"{STATISTICAL_LABEL} {len(snapshot.communities)} communities; the largest has "
+                f"{big.size} entities around {', '.join(big.members[:3])}.",
+                entities=big.members[:3],
+                confidence=0.5,
+            )
+        )
+    if snapshot.superseded_by_predicate:
+        predicate, count = max(
+            snapshot.superseded_by_predicate.items(), key=lambda kv: (kv[1], kv[0])
+        )
+        insights.append(
+            InsightItem(
+                text=f"{STATISTICAL_LABEL} The most volatile predicate is {predicate}: "
+                f"{count} fact(s) superseded so far.",
+                entities=[],
+                confidence=0.6,
+            )
+        )
+    new = snapshot.new_since_last_dream
+    if any(new.values()):
+        insights.append(
+            InsightItem(
+                text=f"{STATISTICAL_LABEL} New since the last dream: "
+                + ", ".join(f"{n} {table}" for table, n in new.items() if n)
+                + ".",
+                entities=[],
+                confidence=0.9,
+            )
+        )
+    gaps = [
+        GapItem(
+            signature=f.signature,
+            kind="recall",
+            reason=f"recall failed {f.fail_count} times (last {f.last_fail_at:%Y-%m-%d})",
+        )
+        for f in snapshot.recall_failures
+    ]
+    gaps += [
+        GapItem(
+            signature=e.name,
+            kind="structural",
+            reason=f"{e.name} is among the most central entities but no fact about it is known",
+        )
+        for e in snapshot.central_entities
+        if e.facts == 0
+    ]
+    return ReflectionReply(insights=insights, gaps=gaps)
+
+
+REFLECT: JudgeTask[StatisticsSnapshot, ReflectionReply] = JudgeTask(
+    "reflect",
+    request_model=StatisticsSnapshot,
+    reply_model=ReflectionReply,
+    description="Write insights and knowledge gaps from a statistics snapshot of the memory store.",
+    heuristic=_statistical_reflection,
+)
+
+
+def recall_failures(store: Store, min_fails: int = 2) -> list[RecallFailure]:
+    """Signatures (intent | sorted entity ids) with at least ``min_fails`` INCORRECT verdicts."""
+    log = store.fetch_df(
+        "SELECT intent_label, entities, created_at FROM recall_log WHERE verdict = 'INCORRECT'"
+    )
+    if log.is_empty():
+        return []
+    grouped = (
+        log.with_columns(
+            pl.col("entities").str.json_decode(pl.List(pl.Utf8)).list.sort().alias("ents")
+        )
+        .with_columns(
+            (pl.col("intent_label").fill_null("-") + "|" + pl.col("ents").list.join(",")).alias(
+                "signature"
+            )
+        )
+        .group_by("signature")
+        .agg(
+            pl.col("intent_label").first(),
+            pl.col("ents").first(),
+            pl.len().alias("fail_count"),
+            pl.col("created_at").max().alias("last_fail_at"),
+        )
+        .filter(pl.col("fail_count") >= min_fails)
+        .sort(["fail_count", "signature"], descending=[True, False])
+    )
+    return [
+        RecallFailure(
+            signature=r["signature"],
+            intent_label=r["intent_label"],
+            entities=r["ents"],
+            fail_count=r["fail_count"],
+            last_fail_at=r["last_fail_at"],
+        )
+        for r in grouped.iter_rows(named=True)
+    ]
+
+
+def statistics_snapshot(store: Store, stats: OrientStats, *, top: int = 10) -> StatisticsSnapshot:
+    central = store.fetch_df(
+        "SELECT e.name, e.entity_type, c.pagerank, c.ppr, "
+        "(SELECT count(*) FROM triples t WHERE t.subject_id = e.id AND t.status = 'active') AS facts "
+        "FROM centrality c JOIN entities e ON e.id = c.entity_id WHERE e.status = 'active' "
+        "ORDER BY c.ppr DESC, e.id LIMIT :n",
+        {"n": top},
+    )
+    communities = store.fetch_df(
+        "SELECT m.community, m.size, e.name, coalesce(c.ppr, 0) AS ppr FROM communities m "
+        "JOIN entities e ON e.id = m.entity_id LEFT JOIN centrality c ON c.entity_id = m.entity_id "
+        "WHERE m.community IN (SELECT DISTINCT community FROM communities ORDER BY community LIMIT :n)",
+        {"n": top},
+    )
+    summaries = []
+    if not communities.is_empty():
+        for part in communities.sort(
+            ["community", "ppr", "name"], descending=[False, True, False]
+        ).partition_by("community", maintain_order=True):
+            summaries.append(
+                CommunitySummary(
+                    community=int(part["community"][0]),
+                    size=int(part["size"][0]),
+                    members=part["name"].head(5).to_list(),
+                )
+            )
+        summaries.sort(key=lambda s: (-s.size, s.community))
+    superseded = dict(
+        store.fetch(
+            "SELECT predicate, count(*) FROM triples WHERE status = 'superseded' GROUP BY predicate"
+        )
+    )
+    return StatisticsSnapshot(
+        new_since_last_dream=stats.new,
+        totals=stats.totals,
+        active_triples=stats.active_triples,
+        superseded_by_predicate={k: int(v) for k, v in sorted(superseded.items())},
+        central_entities=[CentralEntity(**row) for row in central.iter_rows(named=True)],
+        communities=summaries,
+        recall_failures=recall_failures(store),
+        open_reviews=stats.open_reviews,
+    )
+
+
+@dataclass
+class ReflectResult:
+    insights: list[InsightItem] = field(default_factory=list)
+    gaps: list[GapItem] = field(default_factory=list)
+    insights_written: int = 0
+    gaps_opened: int = 0
+    gaps_updated: int = 0
+
+
+def _stable_id(prefix: str, *parts: str) -> str:
+    return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def reflect(
+    store: Store,
+    judge: Judge,
+    snapshot: StatisticsSnapshot,
+    run_id: str,
+    *,
+    max_insights: int = 5,
+    dry_run: bool = False,
+) -> ReflectResult:
+    """Ask the judge once; store its insights (as blocks) and gaps. Ids derive from the run, so a
+    resumed run does not write them twice."""
+    reply = judge.ask(REFLECT, snapshot)
+    result = ReflectResult(insights=reply.insights[:max_insights], gaps=reply.gaps)
+    if dry_run:
+        return result
+    now = utcnow()
+    tags = json.dumps(["dream-insight", "statistical" if judge.kind == "heuristic" else "llm"])
+    insights = pl.DataFrame(
+        {
+            "id": [_stable_id("insight", run_id, i.text) for i in result.insights],
+            "kind": ["insight"] * len(result.insights),
+            "text": [i.text for i in result.insights],
+            "importance": [round(0.3 + 0.4 * i.confidence, 3) for i in result.insights],
+            "tags": [tags] * len(result.insights),
+            "created_at": [now] * len(result.insights),
+            "updated_at": [now] * len(result.insights),
+        },
+        schema_overrides={"created_at": pl.Datetime("us"), "updated_at": pl.Datetime("us")},
+    )
+    existing = dict(
+        (row[0], (row[1], row[2]))
+        for row in store.fetch(
+            "SELECT query_signature, id, fail_count FROM knowledge_gap WHERE query_signature = ANY(:s)",
+            {"s": [g.signature for g in result.gaps] or [""]},
+        )
+    )
+    failures = {f.signature: f for f in snapshot.recall_failures}
+    new_gaps, changed = [], []
+    for gap in result.gaps:
+        fail = failures.get(gap.signature)
+        count = fail.fail_count if fail else 0
+        last = fail.last_fail_at if fail else None
+        if gap.signature in existing:
+            gap_id, old_count = existing[gap.signature]
+            if count and count != old_count:
+                changed.append({"id": gap_id, "fail_count": count, "last_fail_at": last})
+            continue
+        new_gaps.append(
+            {
+                "id": _stable_id("gap", gap.kind, gap.signature),
+                "query_signature": gap.signature,
+                "kind": gap.kind,
+                "fail_count": count,
+                "first_fail_at": last,
+                "last_fail_at": last,
+                "status": "open",
+                "detail": json.dumps({"reason": gap.reason, "run_id": run_id}),
+            }
+        )
+    with store.mutation(run_id, "dream_reflect") as m:
+        result.insights_written = len(m.insert("blocks", insights, reason="dream reflect"))
+        if new_gaps:
+            result.gaps_opened = len(
+                m.insert("knowledge_gap", pl.DataFrame(new_gaps), reason="dream reflect")
+            )
+        if changed:
+            result.gaps_updated = m.update_many(
+                "knowledge_gap",
+                pl.DataFrame(changed),
+                action="update",
+                reason="more recall failures",
+            )
+    return result

@@ -1,0 +1,116 @@
+"""The dream-run report: each stage records its figures on the run; prune renders and stores them.
+
+Stage figures live in the ``runs`` row of the dream (``cursor.stages``), so a
+resumed run (re-executed from failure) keeps what its earlier stages found,
+and the report of a run can be rebuilt at any time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from memvault.normalize import utcnow
+from memvault.store import Store
+
+STAGES: tuple[str, ...] = ("orient", "signal", "reflect", "consolidate", "prune")
+
+
+def record_stage(store: Store, run_id: str, stage: str, figures: dict[str, Any]) -> None:
+    """Keep one stage's figures on the run (replacing an earlier attempt's)."""
+    run = store.run(run_id)
+    if run is None:
+        raise ValueError(f"no run {run_id}")
+    cursor = run["cursor"]
+    cursor.setdefault("stages", {})[stage] = figures
+    store.backend.execute(
+        "UPDATE runs SET cursor = :c WHERE id = :id",
+        {"id": run_id, "c": json.dumps(cursor, default=str, sort_keys=True)},
+    )
+
+
+def stage_figures(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
+    run = store.run(run_id)
+    return dict(run["cursor"].get("stages", {})) if run else {}
+
+
+@dataclass
+class DreamReport:
+    run_id: str
+    dry_run: bool
+    judge: str
+    stages: dict[str, dict[str, Any]]
+
+    @property
+    def actions(self) -> dict[str, int]:
+        """Count per action type over every stage."""
+        total: dict[str, int] = {}
+        for figures in self.stages.values():
+            for action, n in figures.get("actions", {}).items():
+                total[action] = total.get(action, 0) + int(n)
+        return dict(sorted(total.items()))
+
+    @property
+    def llm_calls(self) -> int:
+        return sum(int(f.get("llm_calls", 0)) for f in self.stages.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dry_run": self.dry_run,
+            "judge": self.judge,
+            "actions": self.actions,
+            "llm_calls": self.llm_calls,
+            "stages": self.stages,
+        }
+
+    def render(self) -> str:
+        lines = [
+            f"# Dream report — {self.run_id}{' (dry run: nothing written)' if self.dry_run else ''}",
+            f"Judge: {self.judge} · LLM calls: {self.llm_calls}",
+            "Actions: " + (" · ".join(f"{k} {v}" for k, v in self.actions.items()) or "none"),
+        ]
+        for stage in STAGES:
+            figures = self.stages.get(stage)
+            if figures is None:
+                lines.append(f"## {stage}: not run")
+                continue
+            lines.append(f"## {stage}")
+            for key, value in figures.items():
+                if key == "actions":
+                    continue
+                shown = json.dumps(value, default=str) if isinstance(value, dict | list) else value
+                lines.append(f"- {key}: {shown}")
+        return "\n".join(lines) + "\n"
+
+
+def save_report(store: Store, report: DreamReport) -> str:
+    """Store the rendered report as an artifact (kind ``dream-report``); returns its id."""
+    artifact_id = f"dream-report:{report.run_id}"
+    frame = pl.DataFrame(
+        [
+            {
+                "id": artifact_id,
+                "kind": "dream-report",
+                "name": f"Dream report {report.run_id}",
+                "content": report.render(),
+                "run_id": report.run_id,
+                "created_at": utcnow(),
+            }
+        ]
+    )
+    with store.mutation(report.run_id, "dream_prune") as m:
+        if store.get_row("artifacts", artifact_id) is None:
+            m.insert("artifacts", frame, reason="dream report")
+        else:
+            m.update(
+                "artifacts",
+                artifact_id,
+                {"content": frame["content"][0]},
+                action="update",
+                reason="dream report (resumed run)",
+            )
+    return artifact_id

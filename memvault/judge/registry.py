@@ -1,0 +1,33 @@
+"""Every judge task of memvault, by name.
+
+Tasks are defined beside the stage that asks them (extraction in
+``judge.tasks``, reflection in ``dream.reflect``, conflicts in
+``temporal.conflict_judge``, the gardener's in ``gardener.tasks``); this
+module gathers them for the schema files and the prompt tests. It imports
+lazily so that no stage pulls in every other one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from memvault.judge.tasks import JudgeTask
+
+#: module → names of the JudgeTask constants it defines
+TASK_MODULES: dict[str, tuple[str, ...]] = {
+    "memvault.judge.tasks": ("EXTRACT_MEMORY",),
+    "memvault.dream.reflect": ("REFLECT",),
+    "memvault.temporal.conflict_judge": ("RESOLVE_CONFLICT",),
+}
+
+
+def all_tasks() -> dict[str, JudgeTask[Any, Any]]:
+    """Task name → task, for every task memvault asks."""
+    tasks: dict[str, JudgeTask[Any, Any]] = {}
+    for module_name, names in TASK_MODULES.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            task = getattr(module, name)
+            tasks[task.name] = task
+    return tasks

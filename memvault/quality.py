@@ -1,0 +1,95 @@
+"""Data-quality expectations on the tables the dream writes, checked with Great Expectations 1.x.
+
+GX is called directly (dagster-ge only supports GX < 1.0) on an ephemeral
+context with a pandas datasource. It is imported lazily: importing it costs
+about three seconds, which no other code path should pay.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from memvault.store import Store
+
+TRIPLE_STATUSES = ["active", "superseded", "merged", "expired"]
+
+
+@dataclass
+class QualityResult:
+    success: bool
+    evaluated: int
+    failed: list[str] = field(default_factory=list)
+    rows: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "success": self.success,
+            "evaluated": self.evaluated,
+            "failed": self.failed,
+            "rows": self.rows,
+        }
+
+
+def _triple_expectations() -> list[Any]:
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
+
+    return [
+        gxe.ExpectColumnValuesToBeUnique(column="id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="subject_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="predicate"),
+        gxe.ExpectColumnValuesToNotBeNull(column="created_at"),
+        gxe.ExpectColumnValuesToBeInSet(column="status", value_set=TRIPLE_STATUSES),
+        gxe.ExpectColumnValuesToBeBetween(column="confidence", min_value=0, max_value=1),
+        # A retired fact keeps its dated annotation: superseded ⇒ invalid_at and expired_at set.
+        gxe.ExpectColumnValuesToNotBeNull(
+            column="invalid_at", row_condition=Column("status") == "superseded"
+        ),
+        gxe.ExpectColumnValuesToNotBeNull(
+            column="expired_at", row_condition=Column("status") != "active"
+        ),
+        gxe.ExpectColumnValuesToNotBeNull(
+            column="superseded_by", row_condition=Column("status") == "merged"
+        ),
+        # World time runs forward: a fact stops being true after it starts.
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="invalid_at",
+            column_B="valid_at",
+            or_equal=True,
+            ignore_row_if="either_value_is_missing",
+        ),
+    ]
+
+
+def validate_frame(frame: pl.DataFrame, expectations: list[Any], name: str) -> QualityResult:
+    """Validate ``frame`` against ``expectations``; offline (no usage statistics are sent)."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    source = context.data_sources.add_pandas(f"{name}_source")
+    asset = source.add_dataframe_asset(name)
+    batch_def = asset.add_batch_definition_whole_dataframe(f"{name}_batch")
+    suite = context.suites.add(gx.ExpectationSuite(name=f"{name}_suite"))
+    for expectation in expectations:
+        suite.add_expectation(expectation)
+    batch = batch_def.get_batch(batch_parameters={"dataframe": frame.to_pandas()})
+    result = batch.validate(suite)
+    failed = [
+        f"{r.expectation_config.type}({r.expectation_config.kwargs.get('column') or r.expectation_config.kwargs.get('column_A')})"
+        for r in result.results
+        if not r.success
+    ]
+    return QualityResult(bool(result.success), len(result.results), failed, frame.height)
+
+
+def validate_triples(store: Store) -> QualityResult:
+    """The triples table against the expectations above (an empty table passes)."""
+    frame = store.read_table("triples")
+    return validate_frame(frame, _triple_expectations(), "triples")

@@ -1,0 +1,170 @@
+"""What every ``memvault`` command shares: the typer app, consoles, options, error handling.
+
+Every command takes ``--store URL`` (else ``MEMVAULT_STORE``, else
+``duckdb://.memvault/memvault.duckdb``); ``--json`` prints one JSON object for
+machines. A failure prints one line naming the cause and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+import memvault
+from memvault.config import store_url
+from memvault.errors import IngestError, MemvaultError
+from memvault.store import Store
+
+app = typer.Typer(
+    name="memvault",
+    help="Keeps an AI agent's long-term memory healthy (see README.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", "-s", help="Store URL (default: MEMVAULT_STORE, else the local DuckDB file)"
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text")]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles_errors(fn: F) -> F:
+    """Errors a user can act on become one line on stderr and exit code 1, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.ClickException):
+            raise
+        except IngestError as exc:
+            for problem in exc.problems:
+                err.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+            more = exc.total - len(exc.problems)
+            tail = f" ({more} more not shown)" if more > 0 else ""
+            err.print(
+                f"[red]error:[/] {exc.total} problem(s){tail}; nothing from this input was written",
+                highlight=False,
+            )
+            raise typer.Exit(1) from None
+        except MemvaultError as exc:
+            err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except BrokenPipeError:  # e.g. `memvault export | head`
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+        except KeyboardInterrupt:
+            err.print("[red]interrupted[/]; the open transaction was rolled back")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if os.environ.get("MEMVAULT_DEBUG"):
+                raise
+            err.print(
+                f"[red]error:[/] unexpected {type(exc).__name__}: {exc} (set MEMVAULT_DEBUG=1 for the traceback)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_global_store: str | None = None
+
+
+@app.callback()
+def _global_options(
+    store: Annotated[
+        str | None, typer.Option("--store", "-s", help="Store URL for every command")
+    ] = None,
+    llm_url: Annotated[
+        str | None,
+        typer.Option("--llm-url", help="OpenAI-compatible endpoint (MEMVAULT_LLM_BASE_URL)"),
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option("--llm-model", help="Primary model (MEMVAULT_LLM_MODEL)")
+    ] = None,
+    llm_escalation_model: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-escalation-model", help="Escalation model (MEMVAULT_LLM_ESCALATION_MODEL)"
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder", help="minilm | hashing[:dim] | openai:<model> (MEMVAULT_EMBEDDER)"
+        ),
+    ] = None,
+) -> None:
+    """Options given before the command name; they override the environment for this invocation."""
+    global _global_store
+    _global_store = store
+    for variable, value in (
+        ("MEMVAULT_LLM_BASE_URL", llm_url),
+        ("MEMVAULT_LLM_MODEL", llm_model),
+        ("MEMVAULT_LLM_ESCALATION_MODEL", llm_escalation_model),
+        ("MEMVAULT_EMBEDDER", embedder),
+    ):
+        if value:
+            os.environ[variable] = value
+
+
+def chosen_store(store: str | None) -> str:
+    """The command's ``--store``, else the global one, else MEMVAULT_STORE, else the default."""
+    return store_url(store or _global_store)
+
+
+@contextmanager
+def opened(store: str | None) -> Iterator[Store]:
+    with memvault.open(chosen_store(store)) as handle:
+        yield handle
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, default=str, indent=2) + "\n")
+
+
+def counts_table(title: str, before: dict[str, int] | None, after: dict[str, int]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("table")
+    if before is not None:
+        table.add_column("before", justify="right")
+    table.add_column("after" if before is not None else "rows", justify="right")
+    for name, n in after.items():
+        row = [name, f"{before.get(name, 0):,}"] if before is not None else [name]
+        table.add_row(*row, f"{n:,}")
+    return table
+
+
+def byte_progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err,
+    )
+
+
+def global_store() -> str | None:
+    """The ``--store`` given before the command name, if any."""
+    return _global_store

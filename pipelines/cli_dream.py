@@ -1,0 +1,172 @@
+"""``memvault dream`` and ``memvault asof``: the dream loop and point-in-time questions.
+
+``dream`` runs the same five assets (and checks) as the Dagster job, in-process,
+against the instance the UI reads. Without ``--force`` it honours the dual gate
+(D6) as the sensor does, reading the gate from the store itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from memvault.dream import evaluate_gate, orient
+from memvault.errors import MemvaultError
+from memvault.normalize import utcnow
+from memvault.temporal import asof as asof_query
+from pipelines.cli_common import (
+    JsonOpt,
+    StoreOpt,
+    app,
+    chosen_store,
+    emit_json,
+    err,
+    handles_errors,
+    opened,
+    out,
+)
+
+
+def _parse_time(value: str, option: str) -> dt.datetime:
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not a date (YYYY-MM-DD) or an ISO time", param_hint=option
+        ) from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+    return parsed
+
+
+def _dream_summary(result: Any, url: str) -> dict[str, Any]:
+    from memvault.dream.report import stage_figures
+    from pipelines.runner import check_results, materializations
+
+    assets = materializations(result)
+    run_id = next((m.get("dream_run_id") for m in assets.values() if m.get("dream_run_id")), None)
+    stages: dict[str, Any] = {}
+    if run_id:
+        with opened(url) as store:
+            stages = stage_figures(store, run_id)
+    actions: dict[str, int] = {}
+    for figures in stages.values():
+        for action, n in figures.get("actions", {}).items():
+            actions[action] = actions.get(action, 0) + int(n)
+    return {
+        "success": result.success,
+        "run_id": run_id,
+        "skipped_reason": None,
+        "actions": dict(sorted(actions.items())),
+        "llm_calls": sum(int(f.get("llm_calls", 0)) for f in stages.values()),
+        "checks": check_results(result),
+        "stages": stages,
+        "report": assets.get("dream_prune", {}).get("report"),
+    }
+
+
+@app.command()
+@handles_errors
+def dream(
+    store: StoreOpt = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Dream even if the dual gate holds")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Log every decision, write nothing (D7)")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the five-stage dream (orient, signal, reflect, consolidate, prune) in-process."""
+    from pipelines.runner import persistent_instance, run_assets
+    from resources import DreamResource
+
+    url = chosen_store(store)
+    with opened(url) as handle:
+        stats = orient(handle)
+    decision = evaluate_gate(utcnow(), stats.last_dream_at, stats.sessions_since)
+    if not decision.run and not force and not dry_run:
+        summary = {
+            "success": True,
+            "run_id": None,
+            "skipped_reason": decision.reason,
+            "actions": {},
+            "llm_calls": 0,
+        }
+        if as_json:
+            emit_json(summary)
+        else:
+            out.print(f"dream skipped: {decision.reason} (use --force to dream anyway)")
+        return
+    with err.status("dreaming (orient → signal → reflect → consolidate → prune) ..."):
+        result = run_assets(
+            url,
+            groups=["dream"],
+            instance=persistent_instance(),
+            dream=DreamResource(dry_run=dry_run),
+        )
+    summary = _dream_summary(result, url)
+    if as_json:
+        emit_json(summary)
+    else:
+        if summary["report"]:
+            out.print(summary["report"], highlight=False, markup=False)
+        for name, passed in summary["checks"].items():
+            out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
+    if not result.success:
+        raise MemvaultError(
+            "the dream failed or a blocking check stopped it; see the Dagster UI (`memvault ui`)"
+        )
+
+
+@app.command()
+@handles_errors
+def asof(
+    subject: Annotated[str, typer.Argument(help="Entity id or name")],
+    predicate: Annotated[str | None, typer.Argument(help="Only this predicate")] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="Valid time: YYYY-MM-DD or ISO (default now)")
+    ] = None,
+    known_at: Annotated[
+        str | None,
+        typer.Option("--known-at", help="Answer with what the store believed at this time"),
+    ] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What was true about SUBJECT at a date (bi-temporal: valid time, and store time with --known-at)."""
+    when = _parse_time(at, "--at") if at else None
+    known = _parse_time(known_at, "--known-at") if known_at else None
+    with opened(store) as handle:
+        facts = asof_query(handle, subject, predicate, when, known_at=known)
+    if as_json:
+        emit_json([f.model_dump(mode="json") for f in facts])
+        return
+    if not facts:
+        out.print(
+            f"nothing known about {subject}{' ' + predicate if predicate else ''} at {at or 'now'}"
+        )
+        return
+    table = Table(
+        "predicate",
+        "object",
+        "valid from",
+        "until",
+        "known since",
+        "status",
+        title=f"{facts[0].subject} at {at or 'now'}",
+        title_justify="left",
+    )
+    for f in facts:
+        table.add_row(
+            f.predicate,
+            f.object,
+            f"{f.valid_at:%Y-%m-%d}" if f.valid_at else "?",
+            f"{f.invalid_at:%Y-%m-%d}" if f.invalid_at else "",
+            f"{f.known_since:%Y-%m-%d}",
+            f.status,
+        )
+    out.print(table)

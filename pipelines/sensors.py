@@ -1,0 +1,87 @@
+"""``dream_gate_sensor`` (D6): a dream starts only when > 24 h passed AND ≥ 5 sessions arrived.
+
+The gate state is read from the Dagster instance — the metadata of the last
+``collected_sessions`` and ``dream_prune`` materializations — never from the
+store: a DuckDB file being written is locked against every other process,
+and a sensor must not wait on it. ``last_dream_at`` comes only from a
+``dream_prune`` that succeeded (the last stage; a failed dream never gets
+there), and a dry run carries the previous real dream's time forward.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import dagster as dg
+
+from memvault.dream import DreamConfig, evaluate_gate
+from pipelines.jobs import dream_job
+
+COLLECTED = dg.AssetKey("collected_sessions")
+PRUNED = dg.AssetKey("dream_prune")
+ACTIVE_STATUSES = [
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    last_dream_at: dt.datetime | None
+    sessions_total: int | None
+    sessions_at_last_dream: int
+
+    @property
+    def sessions_since(self) -> int:
+        return max(0, (self.sessions_total or 0) - self.sessions_at_last_dream)
+
+
+def _latest_metadata(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, object]:
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return {}
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+def gate_inputs(instance: dg.DagsterInstance) -> GateInputs:
+    collected = _latest_metadata(instance, COLLECTED)
+    pruned = _latest_metadata(instance, PRUNED)
+    last = pruned.get("last_dream_at")
+    last_at = dt.datetime.fromtimestamp(last, dt.UTC) if isinstance(last, int | float) else None
+    at_last = pruned.get("sessions_total_at_last_dream")
+    total = collected.get("sessions_total")
+    return GateInputs(
+        last_dream_at=last_at,
+        sessions_total=int(total) if isinstance(total, int | float) else None,
+        sessions_at_last_dream=int(at_last) if isinstance(at_last, int) and at_last >= 0 else 0,
+    )
+
+
+@dg.sensor(
+    job=dream_job,
+    minimum_interval_seconds=600,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Starts the dream when > 24 h passed since the last successful one AND >= 5 sessions arrived.",
+)
+def dream_gate_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    running = context.instance.get_runs(
+        filters=dg.RunsFilter(job_name=dream_job.name, statuses=ACTIVE_STATUSES), limit=1
+    )
+    if running:
+        return dg.SkipReason(f"busy: dream run {running[0].run_id} is still in progress")
+    inputs = gate_inputs(context.instance)
+    if inputs.sessions_total is None:
+        return dg.SkipReason("session gate: no collected_sessions materialization yet")
+    now = dt.datetime.now(dt.UTC)
+    decision = evaluate_gate(now, inputs.last_dream_at, inputs.sessions_since, DreamConfig())
+    if not decision.run:
+        return dg.SkipReason(decision.reason)
+    last = int(inputs.last_dream_at.timestamp()) if inputs.last_dream_at else 0
+    # The hour bucket lets a failed dream be retried an hour later with the same inputs.
+    run_key = f"dream:{last}:{inputs.sessions_total}:{now:%Y%m%d%H}"
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=run_key, tags={"memvault/gate": decision.reason})]
+    )

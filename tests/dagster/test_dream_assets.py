@@ -1,0 +1,251 @@
+"""The dream assets on a generated history: what they change, what they report, and what they never do."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+import memvault
+from assets.dream_checks import bitemporal_consistency, grounding, no_data_loss
+from memvault.demo.generator import GroundTruth
+from memvault.ingest import ingest_file
+from memvault.judge import ScriptedJudge
+from memvault.temporal import asof
+from resources import DreamResource, JudgeResource, StoreResource
+from tests.dagster.dream_support import metadata, resume_job, run_dream, seed_demo_store
+from tests.helpers import export_text, table_dump
+
+
+@pytest.fixture
+def demo(store_url: str, tmp_path: Path) -> tuple[str, GroundTruth]:
+    return store_url, seed_demo_store(store_url, tmp_path)
+
+
+def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
+    demo: tuple[str, GroundTruth],
+) -> None:
+    url, truth = demo
+    first = run_dream(url)
+    assert first.success
+    checks = {e.check_name: e.passed for e in first.get_asset_check_evaluations()}
+    assert checks == {
+        "grounding": True,
+        "no_data_loss": True,
+        "bitemporal_consistency": True,
+        "idempotency": True,
+        "triples_expectations": True,
+    }
+    consolidate = metadata(first, "dream_consolidate")
+    assert consolidate["judge"] == "heuristic" and consolidate["llm_calls"] == 0
+    assert consolidate["applied"].get("supersede", 0) >= len(truth.employer_timeline) - 1
+    prune = metadata(first, "dream_prune")
+    assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
+    reflect = metadata(first, "dream_reflect")
+    assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
+
+    # Every employer span of the ground truth is what as-of answers, after the dream.
+    with memvault.open(url) as store:
+        for span in truth.employer_timeline:
+            probe = span.valid_from + dt.timedelta(days=1)
+            facts = asof(store, truth.owner_id, "works_at", probe)
+            assert [f.object for f in facts] == [span.value], probe
+        insights = store.fetch("SELECT text FROM blocks WHERE kind = 'insight'")
+        assert insights and all(t.startswith("[statistical reflection") for (t,) in insights)
+        report = store.fetch("SELECT content FROM artifacts WHERE kind = 'dream-report'")
+        assert len(report) == 1 and "## consolidate" in report[0][0]
+        before = export_text(store)
+
+    second = run_dream(url)
+    assert second.success
+    again = metadata(second, "dream_consolidate")
+    assert again["applied"] == {} and again["llm_calls"] == 0
+    assert again["plan"]["candidates"] == 0 or sum(again["planned"].values()) == 0
+    with memvault.open(url) as store:
+        # Only new insights/report rows: no fact, entity or session changed.
+        assert _facts(export_text(store)) == _facts(before)
+
+
+def _facts(export: str) -> list[str]:
+    return [line for line in export.splitlines() if not line.startswith('{"type":"block"')]
+
+
+def test_dry_run_writes_nothing(demo: tuple[str, GroundTruth]) -> None:
+    url, _ = demo
+    tables = (
+        "triples",
+        "entities",
+        "edges",
+        "blocks",
+        "knowledge_gap",
+        "review_queue",
+        "audit_log",
+    )
+    with memvault.open(url) as store:
+        before = {t: table_dump(store, t) for t in tables}
+    result = run_dream(url, dream=DreamResource(dry_run=True))
+    assert result.success
+    planned = metadata(result, "dream_consolidate")["planned"]
+    assert planned.get("supersede", 0) > 0, "a dry run still shows the decisions"
+    with memvault.open(url) as store:
+        assert {t: table_dump(store, t) for t in tables} == before
+        assert store.last_run("dream") is None
+    assert metadata(result, "dream_prune")["last_dream_at"] == "never"
+
+
+def _add_ambiguous_pair(url: str, truth: GroundTruth, folder: Path) -> None:
+    """Two employers stated for the same day: no rule can order them, the judge must decide."""
+    first = truth.employer_timeline[0]
+    day = first.valid_from.date().isoformat()
+    records = [
+        {"type": "session", "id": "ses_ambiguous", "started_at": f"{day}T20:00:00Z"},
+        {
+            "type": "triple",
+            "subject": truth.owner_id,
+            "predicate": "works_at",
+            "object": "Globex Holdings",
+            "valid_at": day,
+            "created_at": f"{day}T20:01:00Z",
+            "source_session": "ses_ambiguous",
+        },
+    ]
+    path = folder / "ambiguous.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    with memvault.open(url) as store:
+        ingest_file(store, path)
+
+
+def test_llm_calls_are_counted_and_a_rerun_makes_none(store_url: str, tmp_path: Path) -> None:
+    truth = seed_demo_store(store_url, tmp_path)
+    _add_ambiguous_pair(store_url, truth, tmp_path)
+    seen: list[str] = []
+
+    def verdict(request):
+        seen.append(request.model_dump_json())
+        return {"verdict": "COEXIST", "confidence": 0.95, "reason": "two jobs at once"}
+
+    class Scripted(JudgeResource):
+        def build(self, cache=None):  # type: ignore[override]
+            # A fresh judge per asset, as the real resource builds one: per-asset counts.
+            return ScriptedJudge(
+                {"resolve_conflict": verdict, "reflect": lambda r: {"insights": [], "gaps": []}}
+            )
+
+    first = run_dream(store_url, llm=Scripted())
+    assert first.success
+    calls = metadata(first, "dream_consolidate")["llm_calls"]
+    assert calls == len(seen) >= 1
+    assert "Globex Holdings" in "".join(seen)
+    second = run_dream(store_url, llm=Scripted())
+    assert second.success
+    assert metadata(second, "dream_consolidate")["llm_calls"] == 0
+    assert len(seen) == calls, "a judged pair was asked again"
+    with memvault.open(store_url) as store:
+        verdicts = store.fetch("SELECT verdict FROM conflict_verdicts")
+    assert ("COEXIST",) in verdicts
+
+
+def test_a_dream_killed_in_consolidate_resumes_to_the_same_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = f"duckdb://{tmp_path / 'base.duckdb'}"
+    seed_demo_store(base, tmp_path)
+    shutil.copy(tmp_path / "base.duckdb", tmp_path / "crash.duckdb")
+    shutil.copy(tmp_path / "base.duckdb", tmp_path / "clean.duckdb")
+
+    clean_url = f"duckdb://{tmp_path / 'clean.duckdb'}"
+    clean = run_dream(clean_url, dream=DreamResource(conflict_batch_size=2))
+    assert clean.success
+
+    crash_url = f"duckdb://{tmp_path / 'crash.duckdb'}"
+    monkeypatch.setenv("MEMVAULT_RESUME_STORE", crash_url)
+    monkeypatch.setenv("MEMVAULT_RESUME_MARKER", str(tmp_path / "crashed"))
+    with dg.instance_for_test() as instance:
+        failed = dg.execute_job(dg.reconstructable(resume_job), instance=instance)
+        assert not failed.success and (tmp_path / "crashed").exists()
+        with memvault.open(crash_url) as store:
+            partial = store.fetch(
+                "SELECT count(*) FROM audit_log WHERE phase = 'dream_consolidate'"
+            )[0][0]
+        assert partial > 0, "the crash came after some batches were committed"
+        resumed = dg.execute_job(
+            dg.reconstructable(resume_job),
+            instance=instance,
+            reexecution_options=dg.ReexecutionOptions.from_failure(failed.run_id, instance),
+        )
+        assert resumed.success
+        steps = {e.step_key for e in resumed.all_events if e.is_step_success}
+        assert "dream_orient" not in steps and "dream_consolidate" in steps
+
+    def state(url: str) -> list[dict]:
+        with memvault.open(url) as store:
+            rows = table_dump(store, "triples")
+        return [{k: v for k, v in r.items() if k not in ("expired_at", "note")} for r in rows]
+
+    assert state(crash_url) == state(clean_url)
+
+    def actions(url: str) -> list[tuple]:
+        with memvault.open(url) as store:
+            return store.fetch(
+                "SELECT target_table, target_id, action, count(*) FROM audit_log "
+                "WHERE phase = 'dream_consolidate' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+            )
+
+    # The same audited actions as the uninterrupted dream: nothing applied twice, nothing lost.
+    assert actions(crash_url) == actions(clean_url)
+    with memvault.open(crash_url) as store:
+        runs = store.fetch(
+            "SELECT count(*) FROM runs WHERE kind = 'dream' AND status = 'succeeded'"
+        )
+    assert runs[0][0] == 1, "the re-execution continued the same dream run"
+
+
+def test_a_failed_dream_does_not_move_last_dream_at(store_url: str, tmp_path: Path) -> None:
+    seed_demo_store(store_url, tmp_path)
+    broken = ScriptedJudge({"reflect": [RuntimeError("the LLM endpoint is down")]})
+
+    class Broken(JudgeResource):
+        def build(self, cache=None):  # type: ignore[override]
+            return broken
+
+    result = run_dream(store_url, llm=Broken())
+    assert not result.success
+    materialized = {
+        e.event_specific_data.materialization.asset_key.to_user_string()
+        for e in result.get_asset_materialization_events()
+    }
+    assert "dream_prune" not in materialized
+    with memvault.open(store_url) as store:
+        assert store.last_run("dream") is None
+
+
+def test_the_checks_fail_on_broken_data(tmp_path: Path) -> None:
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    seed_demo_store(url, tmp_path)
+    assert run_dream(url).success
+    store_res, dream_res = StoreResource(url=url), DreamResource()
+    assert no_data_loss(store=store_res, dream=dream_res).passed
+    assert bitemporal_consistency(store=store_res, dream=dream_res).passed
+    with memvault.open(url) as store:
+        # A merge whose survivor forgot what it absorbed, and a retired job brought back.
+        merged = store.fetch("SELECT superseded_by FROM triples WHERE status = 'merged' LIMIT 1")[
+            0
+        ][0]
+        store.backend.execute("UPDATE triples SET lineage = '[]' WHERE id = :id", {"id": merged})
+        store.backend.execute(
+            "UPDATE triples SET status = 'active', invalid_at = NULL, expired_at = NULL "
+            "WHERE predicate = 'works_at' AND status = 'superseded'"
+        )
+        store.backend.execute(
+            "UPDATE triples SET predicate = 'owns_pet' WHERE id = :id", {"id": merged}
+        )
+    lost = no_data_loss(store=store_res, dream=dream_res)
+    assert not lost.passed and lost.metadata["violations"].value >= 1
+    overlap = bitemporal_consistency(store=store_res, dream=dream_res)
+    assert not overlap.passed and overlap.severity == dg.AssetCheckSeverity.ERROR
+    unknown = grounding(store=store_res)
+    assert not unknown.passed and "owns_pet" in str(unknown.metadata["sample"].value)

@@ -1,0 +1,131 @@
+"""dream_gate_sensor (D6): every branch, from what the Dagster instance records.
+
+The gate state is materialization metadata of ``collected_sessions`` and
+``dream_prune``; these tests record such materializations on a test instance
+and evaluate the sensor with ``dg.build_sensor_context``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import dagster as dg
+import pytest
+
+from pipelines.sensors import dream_gate_sensor
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+def collected(instance: dg.DagsterInstance, sessions_total: int) -> None:
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization("collected_sessions", metadata={"sessions_total": sessions_total})
+    )
+
+
+def dreamed(
+    instance: dg.DagsterInstance, hours_ago: float, sessions_total: int, *, dry_run: bool = False
+) -> None:
+    """A dream_prune materialization as the asset writes it (a dry run carries the old time)."""
+    when = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours_ago)
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            "dream_prune",
+            metadata={
+                "last_dream_at": dg.MetadataValue.float(when.timestamp()),
+                "sessions_total_at_last_dream": -1 if dry_run else sessions_total,
+                "dry_run": dry_run,
+            },
+        )
+    )
+
+
+def evaluate(instance: dg.DagsterInstance) -> dg.SensorResult | dg.SkipReason:
+    return dream_gate_sensor(dg.build_sensor_context(instance=instance))
+
+
+def test_nothing_collected_yet_skips(instance: dg.DagsterInstance) -> None:
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert "no collected_sessions" in result.skip_message
+
+
+def test_never_dreamed_but_too_few_sessions(instance: dg.DagsterInstance) -> None:
+    collected(instance, 4)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert "session gate: 4 new session(s)" in result.skip_message
+    assert "time gate" not in result.skip_message
+
+
+def test_never_dreamed_and_enough_sessions_runs(instance: dg.DagsterInstance) -> None:
+    collected(instance, 5)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SensorResult)
+    [request] = result.run_requests
+    assert "never dreamed" in request.tags["memvault/gate"]
+    assert request.run_key.startswith("dream:0:5:")
+
+
+def test_time_gate_holds(instance: dg.DagsterInstance) -> None:
+    collected(instance, 10)
+    dreamed(instance, hours_ago=2, sessions_total=3)
+    collected(instance, 30)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert result.skip_message.startswith("time gate: last successful dream 2.0 h ago")
+    assert "session gate" not in result.skip_message
+
+
+def test_session_gate_holds_after_a_day(instance: dg.DagsterInstance) -> None:
+    dreamed(instance, hours_ago=30, sessions_total=10)
+    collected(instance, 14)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert "session gate: 4 new session(s) since the last dream" in result.skip_message
+    assert "time gate" not in result.skip_message
+
+
+def test_both_gates_hold_and_both_are_named(instance: dg.DagsterInstance) -> None:
+    dreamed(instance, hours_ago=1, sessions_total=10)
+    collected(instance, 11)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert "time gate" in result.skip_message and "session gate" in result.skip_message
+
+
+def test_both_gates_open_runs_once_per_state(instance: dg.DagsterInstance) -> None:
+    dreamed(instance, hours_ago=25, sessions_total=10)
+    collected(instance, 15)
+    first = evaluate(instance)
+    second = evaluate(instance)
+    assert isinstance(first, dg.SensorResult) and isinstance(second, dg.SensorResult)
+    # Same inputs within the hour: the same run key, which Dagster runs only once.
+    assert first.run_requests[0].run_key == second.run_requests[0].run_key
+    assert ":15:" in first.run_requests[0].run_key
+
+
+def test_a_dry_run_does_not_count_as_a_dream(instance: dg.DagsterInstance) -> None:
+    dreamed(instance, hours_ago=30, sessions_total=10)
+    collected(instance, 20)
+    # A dry run 1 h ago writes the previous real dream's time and no session mark.
+    dreamed(instance, hours_ago=30, sessions_total=20, dry_run=True)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SensorResult)
+
+
+def test_busy_when_a_dream_is_running(instance: dg.DagsterInstance) -> None:
+    collected(instance, 50)
+    instance.add_run(
+        dg.DagsterRun(
+            job_name="dream_job", run_id="0" * 8 + "-busy", status=dg.DagsterRunStatus.STARTED
+        )
+    )
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert result.skip_message.startswith("busy: dream run")

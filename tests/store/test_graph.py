@@ -1,0 +1,362 @@
+"""Edges, communities and centrality against a real store (DuckDB and PostgreSQL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+
+from memvault.graph import (
+    GraphConfig,
+    compute_centrality,
+    detect_communities,
+    recent_seeds,
+    refresh_edges,
+    top_central,
+)
+from memvault.graph.config import SIGNALS
+from memvault.graph.edges import ACTIVE_MENTIONS_SQL, CURSOR_KEY, compute_edges
+from memvault.store import Store
+from memvault.vectors import load_vectors
+from tests.helpers import table_dump
+
+T0 = dt.datetime(2026, 3, 1, 9, 0)
+MODEL = "test-3d"
+TYPES = ("person", "organization", "place", "project", "tool", "concept")
+EXACT = GraphConfig(write_tolerance=0.0, drift_tolerance=0.0)
+
+
+# -- building a small world through the audited path ------------------------------------------
+
+
+def add_world(
+    store: Store,
+    sessions: dict[str, list[tuple[str | None, list[str]]]],
+    types: dict[str, str],
+    *,
+    start: dt.datetime = T0,
+    run_id: str = "ingest-test",
+) -> None:
+    """Sessions → [(block id or None for a session-level mention, entity ids)]; new entities
+    take their type from ``types``."""
+    now = dt.datetime(2026, 6, 1)
+    session_rows, block_rows, mention_rows = [], [], []
+    for k, (session, blocks) in enumerate(sessions.items()):
+        began = start + dt.timedelta(hours=k)
+        session_rows.append({"id": session, "source": "test", "started_at": began})
+        for block, entities in blocks:
+            if block is not None:
+                block_rows.append(
+                    {"id": block, "session_id": session, "kind": "memory", "text": block,
+                     "created_at": began, "updated_at": began}
+                )  # fmt: skip
+            for entity in entities:
+                mention_rows.append(
+                    {"id": f"men-{entity}-{block or session}", "entity_id": entity,
+                     "block_id": block, "session_id": session, "mentioned_at": began}
+                )  # fmt: skip
+    entity_rows = [
+        {"id": e, "name": e, "canonical_name": e.lower(), "entity_type": t, "created_at": now}
+        for e, t in types.items()
+    ]
+    with store.mutation(run_id, "ingest") as m:
+        m.insert("sessions", pl.DataFrame(session_rows))
+        m.insert("entities", pl.DataFrame(entity_rows))
+        if block_rows:
+            m.insert("blocks", pl.DataFrame(block_rows))
+        schema = {"id": pl.Utf8, "entity_id": pl.Utf8, "block_id": pl.Utf8,
+                  "session_id": pl.Utf8, "mentioned_at": pl.Datetime("us")}  # fmt: skip
+        m.insert("mentions", pl.DataFrame(mention_rows, schema=schema))
+
+
+def add_vectors(store: Store, vectors: dict[str, tuple[float, ...]]) -> None:
+    rows = pl.DataFrame(
+        {
+            "target_kind": ["entity"] * len(vectors),
+            "target_id": list(vectors),
+            "model": [MODEL] * len(vectors),
+            "dim": [3] * len(vectors),
+            "vector": [np.asarray(v, dtype=np.float32).tobytes() for v in vectors.values()],
+            "text_hash": ["-"] * len(vectors),
+            "created_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)] * len(vectors),
+        },
+        schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
+    )
+    with store.transaction():
+        store.backend.insert_df(
+            "embeddings", rows, key=("target_kind", "target_id", "model"), on_conflict="replace"
+        )
+
+
+def random_world(
+    seed: int, sessions: int, entities: int = 30, prefix: str = "s", hub: float = 0.6
+) -> tuple[dict, dict]:
+    """A world with a hub (e00) that a share ``hub`` of the blocks mention, like an owner."""
+    rng = random.Random(seed)
+    world: dict[str, list[tuple[str | None, list[str]]]] = {}
+    for s in range(sessions):
+        blocks: list[tuple[str | None, list[str]]] = []
+        for b in range(rng.randint(1, 4)):
+            members = rng.sample([f"e{i:02d}" for i in range(1, entities)], rng.randint(1, 4))
+            if rng.random() < hub:
+                members = sorted({*members, "e00"})
+            blocks.append((f"{prefix}{s:02d}-b{b}", members))
+        if rng.random() < 0.3:
+            blocks.append((None, [f"e{rng.randrange(entities):02d}"]))
+        world[f"{prefix}{s:02d}"] = blocks
+    types = {f"e{i:02d}": TYPES[i % len(TYPES)] for i in range(entities)}
+    return world, types
+
+
+def random_vectors(seed: int, ids: list[str]) -> dict[str, tuple[float, ...]]:
+    rng = random.Random(seed)
+    return {e: (rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0, 1)) for e in ids}
+
+
+def expected_edges(store: Store, config: GraphConfig) -> pl.DataFrame:
+    """A full recompute from what the store holds now (the definition, no incremental logic)."""
+    return compute_edges(
+        store.fetch_df("SELECT id, entity_type FROM entities WHERE status = 'active'"),
+        store.fetch_df(ACTIVE_MENTIONS_SQL),
+        config,
+        load_vectors(store, "entity", MODEL),
+    )
+
+
+def live_edges(store: Store) -> pl.DataFrame:
+    return (
+        store.read_table("edges", "status <> 'archived'")
+        .select("id", "source_id", "target_id", *SIGNALS, "composite_weight", "status")
+        .sort("id")
+    )
+
+
+def assert_same_edges(actual: pl.DataFrame, expected: pl.DataFrame, tol: float) -> None:
+    assert actual["id"].to_list() == expected["id"].to_list()
+    for name in (*SIGNALS, "composite_weight"):
+        diff = (actual[name] - expected[name]).abs().max()
+        assert diff is not None and diff <= tol, (name, diff)
+    assert actual["status"].to_list() == expected["status"].to_list()
+
+
+@pytest.fixture
+def always_incremental(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a world this small a change soon reaches most pairs, and the run would switch to
+    computing everything; keep it on the incremental path, whose maths is under test."""
+    monkeypatch.setattr("memvault.graph.edges.FULL_WHEN_SHARE", 2.0)
+
+
+def audit_rows(store: Store, phase: str = "dream_signal") -> int:
+    return int(store.fetch("SELECT count(*) FROM audit_log WHERE phase = :p", {"p": phase})[0][0])
+
+
+# -- edges ------------------------------------------------------------------------------------
+
+
+def test_refresh_writes_every_candidate_pair_through_the_audit_log(store: Store) -> None:
+    world, types = random_world(1, sessions=12)
+    add_world(store, world, types)
+    add_vectors(store, random_vectors(1, list(types)))
+    report = refresh_edges(store, GraphConfig(), "dream-1")
+    assert not report.incremental and report.reason == "no earlier edge run"
+    assert report.semantic_model == MODEL
+    expected = expected_edges(store, GraphConfig())
+    assert_same_edges(live_edges(store), expected, 1e-9)
+    assert report.inserted == expected.height == audit_rows(store)
+    assert report.connected + report.pending == expected.height
+    assert report.connected == expected.filter(pl.col("status") == "connected").height
+    sources = store.read_table("edges")
+    assert (sources["source_id"] < sources["target_id"]).all()
+    run = store.run("dream-1")
+    assert run is not None and run["kind"] == "graph" and CURSOR_KEY in run["cursor"]
+
+
+def test_rerun_on_unchanged_data_writes_nothing(store: Store) -> None:
+    world, types = random_world(2, sessions=10)
+    add_world(store, world, types)
+    refresh_edges(store, GraphConfig(), "dream-1")
+    before = table_dump(store, "edges")
+    written = audit_rows(store)
+    again = refresh_edges(store, GraphConfig(), "dream-2")
+    assert again.incremental
+    assert (again.inserted, again.updated, again.archived, again.considered) == (0, 0, 0, 0)
+    full = refresh_edges(store, GraphConfig(), "dream-3", full=True)
+    assert not full.incremental and (full.inserted, full.updated, full.archived) == (0, 0, 0)
+    assert audit_rows(store) == written
+    assert table_dump(store, "edges") == before
+
+
+@pytest.mark.parametrize(("seed", "hub"), [(3, 0.0), (4, 0.0), (5, 0.7)])
+@pytest.mark.usefixtures("always_incremental")
+def test_incremental_refresh_equals_a_full_recompute(store: Store, seed: int, hub: float) -> None:
+    world, types = random_world(seed, sessions=30, entities=150)
+    add_world(store, world, types)
+    add_vectors(store, random_vectors(seed, list(types)))
+    refresh_edges(store, EXACT, "dream-1")
+    # New sessions (touching the hub or not) and a newcomer with its own vector.
+    later, _ = random_world(seed + 100, sessions=1, entities=150, prefix="t", hub=hub)
+    later["t00"].append(("t00-new", ["e03", "e07", "new"]))
+    add_world(store, later, {"new": "concept"}, start=T0 + dt.timedelta(days=3), run_id="ingest-2")
+    add_vectors(store, {"new": (0.2, 0.9, 0.1)})
+    report = refresh_edges(store, EXACT, "dream-2")
+    assert report.incremental and report.touched_entities > 0
+    assert report.inserted > 0 and report.updated > 0
+    if not hub:
+        assert report.considered < report.pairs / 2  # only what the new session reaches
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+
+
+@pytest.mark.usefixtures("always_incremental")
+def test_incremental_refresh_with_default_tolerances_stays_within_them(store: Store) -> None:
+    world, types = random_world(5, sessions=16)
+    add_world(store, world, types)
+    add_vectors(store, random_vectors(5, list(types)))
+    config = GraphConfig()
+    refresh_edges(store, config, "dream-1")
+    later, _ = random_world(105, sessions=2, prefix="t")
+    add_world(store, later, {}, start=T0 + dt.timedelta(days=3), run_id="ingest-2")
+    refresh_edges(store, config, "dream-2")
+    actual, expected = live_edges(store), expected_edges(store, config)
+    assert actual["id"].to_list() == expected["id"].to_list()
+    drift = (actual["composite_weight"] - expected["composite_weight"]).abs().max()
+    assert drift is not None and drift <= config.write_tolerance + 1e-12
+
+
+@pytest.mark.usefixtures("always_incremental")
+def test_archived_entities_and_blocks_lose_their_edges(store: Store) -> None:
+    world, types = random_world(6, sessions=12)
+    add_world(store, world, types)
+    refresh_edges(store, EXACT, "dream-1")
+    victim = "e03"
+    block = next(b for s in world.values() for b, members in s if b and "e05" in members)
+    with store.mutation("lint-1", "lint") as m:
+        m.update("entities", victim, {"status": "archived"}, action="archive")
+        m.update("blocks", block, {"status": "archived"}, action="archive")
+    report = refresh_edges(store, EXACT, "dream-2")
+    assert report.incremental and report.archived > 0
+    edges = store.read_table("edges")
+    of_victim = edges.filter((pl.col("source_id") == victim) | (pl.col("target_id") == victim))
+    assert of_victim.height > 0 and set(of_victim["status"]) == {"archived"}
+    archived = store.fetch(
+        "SELECT count(*) FROM audit_log WHERE action = 'edge-archive' AND run_id = 'dream-2'"
+    )[0][0]
+    assert archived == report.archived
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+    # Bringing the entity back revives its edges (an update, not a second row).
+    with store.mutation("lint-2", "lint") as m:
+        m.update("entities", victim, {"status": "active"}, action="restore")
+    refresh_edges(store, EXACT, "dream-3")
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+    assert store.read_table("edges").height == edges.height
+
+
+def test_a_config_change_forces_a_full_recompute(store: Store) -> None:
+    world, types = random_world(7, sessions=8)
+    add_world(store, world, types)
+    refresh_edges(store, GraphConfig(), "dream-1")
+    report = refresh_edges(store, GraphConfig(connect_threshold=0.3), "dream-2")
+    assert not report.incremental and report.reason == "edge settings changed"
+    assert_same_edges(
+        live_edges(store), expected_edges(store, GraphConfig(connect_threshold=0.3)), 1e-9
+    )
+
+
+def test_dry_run_writes_nothing(store: Store) -> None:
+    world, types = random_world(8, sessions=8)
+    add_world(store, world, types)
+    report = refresh_edges(store, GraphConfig(), "dream-dry-1", dry_run=True)
+    assert report.inserted > 0
+    assert store.read_table("edges").is_empty() and store.run("dream-dry-1") is None
+
+
+@pytest.mark.usefixtures("always_incremental")
+def test_an_undone_run_leaves_no_cursor_behind(store: Store) -> None:
+    from memvault.store import undo_run
+
+    world, types = random_world(9, sessions=8)
+    add_world(store, world, types)
+    refresh_edges(store, EXACT, "dream-1")
+    later, _ = random_world(109, sessions=2, prefix="t")
+    add_world(store, later, {}, start=T0 + dt.timedelta(days=3), run_id="ingest-2")
+    refresh_edges(store, EXACT, "dream-2")
+    undo_run(store, "dream-2")
+    report = refresh_edges(store, EXACT, "dream-3")  # picks up again from dream-1's cursor
+    assert report.incremental and report.inserted > 0
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+
+
+# -- communities and centrality ---------------------------------------------------------------
+
+
+def two_cliques(store: Store) -> None:
+    """Clique a0..a4 and clique b0..b3, one weak bridge a0–b0; all edges written directly."""
+    a = [f"a{i}" for i in range(5)]
+    b = [f"b{i}" for i in range(4)]
+    add_world(store, {"s0": [(None, [*a, *b])]}, dict.fromkeys([*a, *b], "concept"))
+    rows = []
+    for group in (a, b):
+        for i, x in enumerate(group):
+            for y in group[i + 1 :]:
+                rows.append((x, y, 0.8))
+    rows.append(("a0", "b0", 0.36))
+    frame = pl.DataFrame(rows, schema=["source_id", "target_id", "composite_weight"], orient="row")
+    frame = frame.with_columns(
+        id=pl.concat_str("source_id", pl.lit("|"), "target_id"),
+        status=pl.lit("connected"),
+        updated_at=pl.lit(T0),
+    )
+    with store.mutation("seed-edges", "test") as m:
+        m.insert("edges", frame)
+
+
+def test_leiden_finds_the_cliques_and_is_reproducible(store: Store) -> None:
+    two_cliques(store)
+    report = detect_communities(store, GraphConfig(), "dream-1")
+    first = table_dump(store, "communities")
+    assert report.communities == 2 and report.largest == 5
+    community = {r["entity_id"]: (r["community"], r["size"]) for r in first}
+    assert {community[f"a{i}"] for i in range(5)} == {(0, 5)}  # the larger one is number 0
+    assert {community[f"b{i}"] for i in range(4)} == {(1, 4)}
+    detect_communities(store, GraphConfig(), "dream-2")
+    again = table_dump(store, "communities")
+    assert [(r["entity_id"], r["community"], r["size"]) for r in again] == [
+        (r["entity_id"], r["community"], r["size"]) for r in first
+    ]
+    assert {r["run_id"] for r in again} == {"dream-2"}
+
+
+def test_personalized_pagerank_favours_the_seeds_neighbourhood(store: Store) -> None:
+    two_cliques(store)
+    compute_centrality(store, GraphConfig(), "dream-1", seeds=["b2"])
+    rows = {r["entity_id"]: r for r in table_dump(store, "centrality")}
+    assert len(rows) == 9
+    assert min(rows[f"b{i}"]["ppr"] for i in range(4)) > max(rows[f"a{i}"]["ppr"] for i in range(5))
+    assert max(rows[f"a{i}"]["pagerank"] for i in range(5)) > rows["b1"]["pagerank"]
+    assert sum(r["ppr"] for r in rows.values()) == pytest.approx(1.0)
+    assert rows["a0"]["degree"] == 5 and rows["b1"]["degree"] == 3
+    top = top_central(store, 3)
+    assert top["entity_id"][0] == "b2" and top.height == 3
+    assert top_central(store, 1, by="pagerank")["entity_id"][0] == "a0"
+
+
+def test_default_seeds_are_the_entities_of_the_latest_sessions(store: Store) -> None:
+    add_world(
+        store,
+        {"old": [("o-b", ["x", "y"])], "mid": [("m-b", ["y", "z"])], "new": [("n-b", ["z", "w"])]},
+        {"x": "person", "y": "tool", "z": "project", "w": "concept"},
+    )
+    assert recent_seeds(store, 1) == ["w", "z"]
+    assert recent_seeds(store, 2) == ["w", "y", "z"]
+    report = compute_centrality(store, GraphConfig(recent_sessions=2), "dream-1")
+    assert report.seeds == 3 and report.seed_source.startswith("entities of the 2 most recent")
+
+
+def test_dry_runs_of_communities_and_centrality_write_nothing(store: Store) -> None:
+    two_cliques(store)
+    assert detect_communities(store, GraphConfig(), "d", dry_run=True).communities == 2
+    assert compute_centrality(store, GraphConfig(), "d", seeds=["a1"], dry_run=True).entities == 9
+    assert store.read_table("communities").is_empty()
+    assert store.read_table("centrality").is_empty()
