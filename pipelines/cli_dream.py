@@ -34,8 +34,8 @@ def _parse_time(value: str, option: str) -> dt.datetime:
     try:
         parsed = dt.datetime.fromisoformat(value)
     except ValueError:
-        raise typer.BadParameter(
-            f"{value!r} is not a date (YYYY-MM-DD) or an ISO time", param_hint=option
+        raise MemvaultError(
+            f"{option} {value!r} is not a date (YYYY-MM-DD) or an ISO time"
         ) from None
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
