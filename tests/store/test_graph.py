@@ -18,7 +18,8 @@ from memvault.graph import (
     top_central,
 )
 from memvault.graph.config import SIGNALS
-from memvault.graph.edges import ACTIVE_MENTIONS_SQL, CURSOR_KEY, compute_edges
+from memvault.graph.edges import CURSOR_KEY, compute_edges
+from memvault.graph.inputs import ACTIVE_MENTIONS_SQL
 from memvault.store import Store
 from memvault.vectors import load_vectors
 from tests.helpers import table_dump
@@ -146,7 +147,7 @@ def assert_same_edges(actual: pl.DataFrame, expected: pl.DataFrame, tol: float) 
 def always_incremental(monkeypatch: pytest.MonkeyPatch) -> None:
     """In a world this small a change soon reaches most pairs, and the run would switch to
     computing everything; keep it on the incremental path, whose maths is under test."""
-    monkeypatch.setattr("memvault.graph.edges.FULL_WHEN_SHARE", 2.0)
+    monkeypatch.setattr("memvault.graph.incremental.FULL_WHEN_SHARE", 2.0)
 
 
 def audit_rows(store: Store, phase: str = "dream_signal") -> int:

@@ -1,0 +1,291 @@
+"""E5: where an incremental edge refresh starts, and which pairs it recomputes.
+
+See the ``edges`` module docstring for the rules and the error bound they keep.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from memvault.graph import signals as sg
+from memvault.graph.config import GraphConfig
+from memvault.graph.inputs import Graph, Inputs, categories, code
+from memvault.store import Store
+
+CURSOR_KEY = "graph_edges"
+#: Above this share of recomputed pairs (or of changed rows among the mentions, with at least
+#: FULL_WHEN_CHANGES changed rows) an incremental run computes everything the full way.
+FULL_WHEN_SHARE = 0.5
+FULL_WHEN_CHANGES = 10_000
+
+
+def last_cursor(store: Store) -> dict[str, Any] | None:
+    """The newest edge cursor on a run that was not undone (its edges are still in place)."""
+    rows = store.fetch(
+        "SELECT cursor FROM runs WHERE status <> 'undone' AND cursor LIKE :pattern "
+        "ORDER BY started_at DESC, id DESC LIMIT 1",
+        {"pattern": f'%"{CURSOR_KEY}"%'},
+    )
+    if not rows:
+        return None
+    value = json.loads(rows[0][0] or "{}").get(CURSOR_KEY)
+    return value if isinstance(value, dict) else None
+
+
+def full_reason(cursor: dict[str, Any] | None, config: GraphConfig, full: bool) -> str | None:
+    if full:
+        return "full recompute requested"
+    if cursor is None:
+        return "no earlier edge run"
+    if cursor.get("config") != config.edge_fingerprint():
+        return "edge settings changed"
+    return None
+
+
+def change_too_large(store: Store, cursor: dict[str, Any], inputs: Inputs) -> str | None:
+    """A reason to compute everything when starting from the cursor is no cheaper."""
+    if cursor.get("model") != inputs.model:
+        return f"embedding model changed ({cursor.get('model')} → {inputs.model})"
+    changes = store.fetch(
+        "SELECT count(*) FROM audit_log WHERE id > :lo AND id <= :hi "
+        "AND target_table IN ('mentions', 'blocks', 'entities')",
+        {"lo": int(cursor.get("audit_id", 0)), "hi": inputs.audit_hw},
+    )[0][0]
+    if changes > max(FULL_WHEN_CHANGES, FULL_WHEN_SHARE * len(inputs.entity)):
+        return f"{changes:,} changed mentions, blocks and entities: computed in full"
+    return None
+
+
+@dataclass
+class Plan:
+    scope: np.ndarray  # bool per pair of the graph: recompute
+    touched: int
+    deferred: dict[str, list[float | int | None]]
+    parts: dict[str, int] = field(default_factory=dict)  # pairs each rule added
+    pairs: sg.KeySet | None = None  # the graph's pair keys
+
+    @classmethod
+    def everything(cls, graph: Graph) -> Plan:
+        return cls(np.ones(len(graph.keys), dtype=bool), int(graph.adj.n_rows), {})
+
+    def add(self, name: str, mask: np.ndarray) -> None:
+        before = int(self.scope.sum())
+        self.scope |= mask
+        self.parts[name] = self.parts.get(name, 0) + int(self.scope.sum()) - before
+
+    def add_keys(self, name: str, keys: np.ndarray) -> None:
+        """Add the pairs with these keys (keys of pairs not in the graph are ignored)."""
+        assert self.pairs is not None
+        keys = keys[self.pairs.contains(keys)]
+        mask = np.zeros(self.scope.size, dtype=bool)
+        mask[self.pairs.rank(keys)] = True
+        self.add(name, mask)
+
+
+def _dirty(store: Store, inputs: Inputs, cursor: dict[str, Any]) -> tuple[pl.DataFrame, set[str]]:
+    """Mention rows (entity id, session id) whose counting may have changed since the cursor,
+    and the ids of entities whose own row or vector changed."""
+    audit = store.fetch_df(
+        "SELECT target_table, target_id, before_image FROM audit_log "
+        "WHERE id > :lo AND id <= :hi AND target_table IN ('mentions', 'blocks', 'entities')",
+        {"lo": int(cursor.get("audit_id", 0)), "hi": inputs.audit_hw},
+    )
+    empty = pl.DataFrame(schema={"entity_id": pl.Utf8, "session_id": pl.Utf8})
+    frames = [empty]
+    changed: set[str] = set()
+    if audit.height:
+        audit = audit.cast({"target_table": pl.Utf8, "target_id": pl.Utf8, "before_image": pl.Utf8})
+        mention_ids = audit.filter(pl.col("target_table") == "mentions")["target_id"].to_list()
+        block_ids = audit.filter(pl.col("target_table") == "blocks")["target_id"].to_list()
+        changed = set(audit.filter(pl.col("target_table") == "entities")["target_id"].to_list())
+        for column, ids in (("id", mention_ids), ("block_id", block_ids)):
+            if ids:
+                frames.append(
+                    store.fetch_df(
+                        "SELECT m.entity_id, COALESCE(m.session_id, b.session_id) AS session_id "
+                        f"FROM mentions m LEFT JOIN blocks b ON b.id = m.block_id "
+                        f"WHERE m.{column} = ANY(:ids)",
+                        {"ids": ids},
+                    )
+                )
+        before = audit.filter(
+            (pl.col("target_table") == "mentions") & pl.col("before_image").is_not_null()
+        )
+        if before.height:  # moved or removed mentions: where they counted before
+            frames.append(
+                before.select(
+                    entity_id=pl.col("before_image").str.json_path_match("$.entity_id"),
+                    session_id=pl.col("before_image").str.json_path_match("$.session_id"),
+                )
+            )
+        if block_ids:  # a block's own session (it may have no mention left)
+            frames.append(
+                store.fetch_df(
+                    "SELECT NULL AS entity_id, session_id FROM blocks WHERE id = ANY(:ids)",
+                    {"ids": block_ids},
+                )
+            )
+    if inputs.model:
+        since = cursor.get("vectors_at")
+        sql = "SELECT target_id FROM embeddings WHERE target_kind = 'entity' AND model = :m"
+        params: dict[str, Any] = {"m": inputs.model}
+        if since:
+            sql += " AND created_at > :t"
+            params["t"] = dt.datetime.fromisoformat(since)
+        changed |= {str(r[0]) for r in store.fetch(sql, params)}
+    rows = pl.concat([f.cast({"entity_id": pl.Utf8, "session_id": pl.Utf8}) for f in frames])
+    return rows, changed
+
+
+def plan_incremental(
+    store: Store, config: GraphConfig, inputs: Inputs, graph: Graph, cursor: dict[str, Any]
+) -> Plan:
+    n = inputs.n
+    dirty_rows, changed_ids = _dirty(store, inputs, cursor)
+    # Members of dirty sessions, as they count now and as they counted before.
+    dirty_sessions = categories(dirty_rows["session_id"])
+    in_dirty = _isin(inputs.session, code(dirty_sessions, inputs.session_names))
+    now_names = inputs.session_names.gather(inputs.session[in_dirty])
+    member_entity = np.concatenate(
+        [inputs.entity[in_dirty], inputs.entity_codes(dirty_rows["entity_id"])]
+    )
+    member_session = np.concatenate(
+        [code(now_names, dirty_sessions), code(dirty_rows["session_id"], dirty_sessions)]
+    )
+    ok = (member_entity >= 0) & (member_session >= 0)
+    member_entity, member_session = member_entity[ok], member_session[ok]
+    su, sv, _ = sg.co_mention_pairs(member_entity, member_session, n)
+    width = max(dirty_sessions.len(), 1)
+    dirty_count = np.bincount(
+        sg.unique_sorted(member_entity * width + member_session) // width, minlength=n
+    )
+
+    stored = inputs.stored
+    live = stored.filter(pl.col("key").is_not_null() & (pl.col("status") != "archived"))
+    old_keys = np.sort(live["key"].to_numpy().astype(np.int64))
+    old_u, old_v = old_keys // max(n, 1), old_keys % max(n, 1)
+    old_adj = sg.adjacency(old_u, old_v, n)
+    pairs = sg.KeySet(graph.keys, n * n)  # position of a pair = its rank among the keys
+    new = ~sg.KeySet(old_keys, n * n).contains(graph.keys)  # new (or revived) pairs
+    plan = Plan(np.zeros(len(graph.keys), dtype=bool), 0, {}, pairs=pairs)
+    plan.add("new", new)
+    plan.add_keys("shared_dirty_session", su * n + sv)
+
+    # Triangles through edges that appeared or disappeared: a common neighbour came or went.
+    gone = ~pairs.contains(old_keys)
+    for adj, eu, ev in ((graph.adj, graph.u[new], graph.v[new]),
+                        (old_adj, old_u[gone], old_v[gone])):  # fmt: skip
+        a, b, c = _triangles_through(adj, eu, ev)
+        found = np.concatenate([_pair_keys(a, c, n), _pair_keys(b, c, n)])
+        plan.add_keys("common_neighbour_changed", found)
+
+    # Entities whose own row or vector changed: every pair they are part of.
+    changed = np.zeros(n, dtype=bool)
+    found = inputs.entity_codes(pl.Series(sorted(changed_ids), dtype=pl.Utf8))
+    changed[found[found >= 0]] = True
+
+    # Drift: session counts (Jaccard) and degrees (Adamic–Adar) of dirty entities.
+    carried = cursor.get("deferred", {}) or {}
+    g_acc = np.zeros(n)
+    d_ref = old_adj.sizes.astype(np.int64).copy()
+    names = sorted(carried)
+    for at, name in zip(inputs.entity_codes(pl.Series(names, dtype=pl.Utf8)), names, strict=True):
+        if at >= 0:
+            g, d = carried[name]
+            g_acc[at] = float(g or 0.0)
+            if d is not None:
+                d_ref[at] = int(d)
+    a_now = np.maximum(graph.sessions.sizes, 1)
+    growth = g_acc + dirty_count / a_now
+    degree = graph.degree
+    f_now = sg.inverse_log_degree(degree)
+    f_ref = sg.inverse_log_degree(d_ref)
+    shift = np.abs(f_now - f_ref)
+    rel_shift = np.divide(shift, f_now, out=np.full(n, np.inf), where=f_now > 0)
+    rel_shift[shift == 0] = 0.0
+    hub = degree >= config.hub_degree
+    eps = config.drift_tolerance
+    refresh_j = (dirty_count > 0) & ~(hub & (growth <= eps))
+    refresh_a = (shift > 0) & ~(hub & (rel_shift <= eps))
+    refresh_j |= changed
+
+    plan.add("entity_refreshed", refresh_j[graph.u] | refresh_j[graph.v])
+    a, b = _pairs_among_neighbours(graph.adj, np.nonzero(refresh_a)[0], pairs, n)
+    plan.add_keys("neighbour_degree_changed", a * n + b)
+
+    deferred: dict[str, list[float | int | None]] = {}
+    keep_j = ~refresh_j & (growth > 0)
+    keep_a = (shift > 0) & ~refresh_a
+    for k in np.nonzero(keep_j | keep_a)[0].tolist():
+        deferred[inputs.ids[k]] = [
+            float(growth[k]) if keep_j[k] else 0.0,
+            int(d_ref[k]) if keep_a[k] else None,
+        ]
+    plan.touched = int(((dirty_count > 0) | changed | (shift > 0)).sum())
+    plan.deferred = deferred
+    return plan
+
+
+def _isin(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """np.isin for int64 keys, without numpy 2's slow hash-based unique."""
+    keys = np.asarray(keys, dtype=np.int64)
+    universe = int(max(values.max(initial=0), keys.max(initial=0))) + 1
+    return sg.KeySet(keys, universe).contains(values)
+
+
+def _pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    return np.minimum(a, b) * n + np.maximum(a, b)
+
+
+def _triangles_through(
+    adj: sg.Incidence, u: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every triangle (u, v, w) of ``adj`` that contains one of the edges (u, v)."""
+    if len(u) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    sizes = adj.sizes
+    small = sizes[u] <= sizes[v]
+    side, other = np.where(small, u, v), np.where(small, v, u)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for part in sg._chunks(sizes[side]):
+        owner, w = adj.expand(side[part])
+        hit = adj.contains(other[part][owner], w)
+        parts.append((side[part][owner[hit]], other[part][owner[hit]], w[hit]))
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def _pairs_among_neighbours(
+    adj: sg.Incidence, centres: np.ndarray, edges: sg.KeySet, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (a, b) with both ends adjacent to one of ``centres`` (triangles through them)."""
+    if len(centres) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    edge_keys = edges.keys
+    sizes = adj.sizes[centres]
+    pair_cost = sizes * (sizes - 1) // 2
+    big = pair_cost > len(edge_keys)
+    out_a: list[np.ndarray] = []
+    out_b: list[np.ndarray] = []
+    eu, ev = edge_keys // max(n, 1), edge_keys % max(n, 1)
+    for centre in centres[big]:  # a hub: scan the edge list once
+        mask = np.zeros(n, dtype=bool)
+        mask[adj.indices[adj.indptr[centre] : adj.indptr[centre + 1]]] = True
+        both = mask[eu] & mask[ev]
+        out_a.append(eu[both])
+        out_b.append(ev[both])
+    small = centres[~big]
+    for part in sg._chunks(pair_cost[~big]):
+        group, members = adj.expand(small[part])
+        a, b, _ = sg.co_mention_pairs(members, group, n)
+        hit = edges.contains(a * n + b)
+        out_a.append(a[hit])
+        out_b.append(b[hit])
+    return np.concatenate(out_a), np.concatenate(out_b)

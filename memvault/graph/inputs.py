@@ -1,0 +1,206 @@
+"""What the edge stage reads, integer-coded for the vectorized maths (see ``signals``).
+
+Active entities are numbered in id order; blocks and sessions get dense codes;
+entity vectors become unit rows; stored edges get the pair key of their ends
+(null when an end is no longer active). ``build_graph`` turns the mentions into
+the co-mention graph (pairs, shared-block counts, neighbour and session sets).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from memvault.graph import signals as sg
+from memvault.graph.config import SIGNALS, GraphConfig
+from memvault.store import Store
+from memvault.vectors import load_vectors
+
+ACTIVE_MENTIONS_SQL = """
+-- Mentions that count: of active entities, in an active block or with no block (session-level).
+SELECT m.entity_id, m.block_id, COALESCE(m.session_id, b.session_id) AS session_id
+FROM mentions m
+JOIN entities e ON e.id = m.entity_id AND e.status = 'active'
+LEFT JOIN blocks b ON b.id = m.block_id
+WHERE m.block_id IS NULL OR b.status = 'active'
+"""
+
+STORED_EDGES_SQL = """
+SELECT id, source_id, target_id, co_occurrence, session_overlap, adamic_adar, type_affinity,
+       semantic_similarity, composite_weight, status
+FROM edges
+"""
+
+
+@dataclass
+class Inputs:
+    ids: list[str]
+    type_code: np.ndarray
+    type_matrix: np.ndarray
+    entity: np.ndarray  # mention rows: entity code
+    block: np.ndarray  # block code, -1 without a block
+    session: np.ndarray  # session code, -1 without a session
+    session_names: pl.Series  # session id of each code (sorted)
+    vectors: np.ndarray
+    has_vector: np.ndarray
+    model: str | None
+    stored: pl.DataFrame  # stored edges with key (null when an end is not active)
+    audit_hw: int
+    vectors_at: dt.datetime | None
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def n_sessions(self) -> int:
+        return self.session_names.len()
+
+    def entity_codes(self, values: pl.Series) -> np.ndarray:
+        return code(values, pl.Series(self.ids, dtype=pl.Utf8))
+
+
+@dataclass
+class Graph:
+    u: np.ndarray
+    v: np.ndarray
+    count: np.ndarray
+    keys: np.ndarray
+    adj: sg.Incidence
+    sessions: sg.Incidence
+
+    @property
+    def degree(self) -> np.ndarray:
+        return self.adj.sizes
+
+
+def resolve_model(store: Store, wanted: str | None) -> str | None:
+    if wanted:
+        return wanted
+    rows = store.fetch(
+        "SELECT model, count(*) AS n FROM embeddings WHERE target_kind = 'entity' "
+        "GROUP BY model ORDER BY n DESC, model LIMIT 1"
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def code(values: pl.Series, categories: pl.Series) -> np.ndarray:
+    """Position of each value in ``categories`` (distinct, sorted); -1 for nulls and strangers."""
+    enum = pl.Enum(categories)
+    codes = values.cast(pl.Utf8).cast(enum, strict=False).to_physical().cast(pl.Int64)
+    return codes.fill_null(-1).to_numpy()
+
+
+def categories(values: pl.Series) -> pl.Series:
+    return values.cast(pl.Utf8).drop_nulls().unique().sort()
+
+
+def load(store: Store, config: GraphConfig) -> Inputs:
+    """Everything an edge refresh reads; high-water marks first, so whatever lands later is
+    seen again by the next run."""
+    audit_hw = int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
+    model = resolve_model(store, config.embedding_model)
+    vectors_at = None
+    vectors: tuple[list[str], np.ndarray] | None = None
+    if model:
+        vectors_at = store.fetch(
+            "SELECT max(created_at) FROM embeddings WHERE target_kind = 'entity' AND model = :m",
+            {"m": model},
+        )[0][0]
+        vectors = load_vectors(store, "entity", model)
+    inputs = inputs_from_frames(
+        config,
+        store.fetch_df("SELECT id, entity_type FROM entities WHERE status = 'active'"),
+        store.fetch_df(ACTIVE_MENTIONS_SQL),
+        vectors,
+    )
+    inputs.model = model
+    inputs.stored = stored_with_keys(store.fetch_df(STORED_EDGES_SQL), pl.Series(inputs.ids))
+    inputs.audit_hw, inputs.vectors_at = audit_hw, vectors_at
+    return inputs
+
+
+def inputs_from_frames(
+    config: GraphConfig,
+    entities: pl.DataFrame,
+    mentions: pl.DataFrame,
+    vectors: tuple[list[str], np.ndarray] | None,
+) -> Inputs:
+    """Integer-coded inputs from plain frames (see :func:`compute_edges`)."""
+    if entities.is_empty():
+        entities = pl.DataFrame(schema={"id": pl.Utf8, "entity_type": pl.Utf8})
+    entities = entities.select("id", "entity_type").cast(pl.Utf8).sort("id")
+    id_series = entities["id"]
+    ids = id_series.to_list()
+    types = categories(entities["entity_type"])
+    type_matrix = np.array(
+        [[config.affinity(a, b) for b in types.to_list()] for a in types.to_list()],
+        dtype=np.float64,
+    ).reshape(types.len(), types.len())
+    if mentions.is_empty():
+        mentions = pl.DataFrame(schema={"entity_id": pl.Utf8, "block_id": pl.Utf8,
+                                        "session_id": pl.Utf8})  # fmt: skip
+    entity = code(mentions["entity_id"], id_series)
+    block = code(mentions["block_id"], categories(mentions["block_id"]))
+    session_names = categories(mentions["session_id"])
+    session = code(mentions["session_id"], session_names)
+    keep = entity >= 0
+    matrix = np.zeros((len(ids), 0), dtype=np.float64)
+    has_vector = np.zeros(len(ids), dtype=bool)
+    if vectors is not None and vectors[0]:
+        rows = code(pl.Series(vectors[0], dtype=pl.Utf8), id_series)
+        ok = rows >= 0
+        matrix = np.zeros((len(ids), vectors[1].shape[1]), dtype=np.float64)
+        matrix[rows[ok]] = sg.unit_rows(vectors[1][ok])
+        has_vector[rows[ok]] = np.linalg.norm(matrix[rows[ok]], axis=1) > 0
+    return Inputs(
+        ids=ids,
+        type_code=code(entities["entity_type"], types),
+        type_matrix=type_matrix,
+        entity=entity[keep],
+        block=block[keep],
+        session=session[keep],
+        session_names=session_names,
+        vectors=matrix,
+        has_vector=has_vector,
+        model=None,
+        stored=stored_with_keys(pl.DataFrame(), id_series),
+        audit_hw=0,
+        vectors_at=None,
+    )
+
+
+def stored_with_keys(stored: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
+    """Stored edges with the pair key of their entity codes (null when an end is not active)."""
+    schema = {
+        "id": pl.Utf8,
+        "source_id": pl.Utf8,
+        "target_id": pl.Utf8,
+        **{name: pl.Float64 for name in (*SIGNALS, "composite_weight")},
+        "status": pl.Utf8,
+    }
+    if stored.is_empty():
+        stored = pl.DataFrame(schema=schema)
+    stored = stored.cast(schema)  # type: ignore[arg-type]
+    n = ids.len()
+    a = pl.Series(code(stored["source_id"], ids)).replace(-1, None)
+    b = pl.Series(code(stored["target_id"], ids)).replace(-1, None)
+    return stored.with_columns(
+        key=pl.min_horizontal(a, b) * n + pl.max_horizontal(a, b),
+    )
+
+
+def build_graph(inputs: Inputs) -> Graph:
+    n = inputs.n
+    in_block = inputs.block >= 0
+    u, v, count = sg.co_mention_pairs(inputs.entity[in_block], inputs.block[in_block], n)
+    in_session = inputs.session >= 0
+    sessions = sg.Incidence.from_pairs(
+        inputs.entity[in_session], inputs.session[in_session], n, max(inputs.n_sessions, 1)
+    )
+    return Graph(
+        u=u, v=v, count=count, keys=u * n + v, adj=sg.adjacency(u, v, n), sessions=sessions
+    )
