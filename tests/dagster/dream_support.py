@@ -47,9 +47,12 @@ def metadata(result: dg.ExecuteInProcessResult, key: str) -> dict[str, Any]:
     raise AssertionError(f"{key} was not materialized")
 
 
-def run_dream(url: str, **overrides: Any) -> dg.ExecuteInProcessResult:
+def run_dream(url: str, log_level: str = "WARNING", **overrides: Any) -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        [*DREAM_ASSETS, *DREAM_CHECKS], resources=resources(url, **overrides), raise_on_error=False
+        [*DREAM_ASSETS, *DREAM_CHECKS],
+        resources=resources(url, **overrides),
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
     )
 
 

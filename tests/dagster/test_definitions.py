@@ -16,6 +16,14 @@ EXPECTED_GRAPH = {
     "dream_reflect": {"group": "dream", "deps": {"dream_signal"}},
     "dream_consolidate": {"group": "dream", "deps": {"dream_reflect"}},
     "dream_prune": {"group": "dream", "deps": {"dream_consolidate"}},
+    "garden_survey": {"group": "gardener", "deps": {"memory_embeddings"}},
+    "garden_dedup": {"group": "gardener", "deps": {"garden_survey"}},
+    "garden_decay": {"group": "gardener", "deps": {"garden_dedup"}},
+    "garden_split": {"group": "gardener", "deps": {"garden_decay"}},
+    "garden_invalidate": {"group": "gardener", "deps": {"garden_split"}},
+    "garden_reconnect": {"group": "gardener", "deps": {"garden_invalidate"}},
+    "garden_journal": {"group": "gardener", "deps": {"garden_reconnect"}},
+    "garden_report": {"group": "gardener", "deps": {"garden_journal"}},
 }
 
 
@@ -53,6 +61,7 @@ def test_checks_and_schedules() -> None:
         "bitemporal_consistency": "dream_consolidate",
         "idempotency": "dream_consolidate",
         "triples_expectations": "dream_consolidate",
+        "garden_run_audited": "garden_report",
     }
     graph = defs.resolve_asset_graph()
     blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}
@@ -66,3 +75,5 @@ def test_checks_and_schedules() -> None:
     schedule = defs.resolve_schedule_def("collector_daily")
     assert schedule.cron_schedule == "15 2 * * *"
     assert schedule.job_name == "collect_job"
+    nightly = defs.resolve_schedule_def("garden_nightly")
+    assert nightly.job_name == "garden_job" and nightly.cron_schedule == "45 3 * * *"

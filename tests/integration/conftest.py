@@ -97,3 +97,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+# --- the reference MCP memory server: fixtures `mcp_memory`, `mcp_session` live with their helpers
+from tests.integration.mcp_server import mcp_memory, mcp_session  # noqa: E402, F401

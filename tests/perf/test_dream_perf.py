@@ -23,7 +23,7 @@ from resources import JudgeResource
 from tests.dagster.dream_support import metadata, run_dream
 from tests.perf.dream_data import build_scaled_store, holdout_path
 
-SESSIONS, SEED, HOLDOUT = 10_100, 11, 101  # 1% of the history arrives after the first dream
+SESSIONS, SEED, HOLDOUT = 10_100, 11, 100  # 1% of the history arrives after the first dream
 
 
 def _rss_mb() -> float:

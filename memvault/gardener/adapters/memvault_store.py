@@ -1,0 +1,863 @@
+"""memvault's own store as a garden store: every capability, every change audited.
+
+Items are the *memory* blocks (agent-written memories, summaries, insights —
+not the raw transcript turns); facts are the bi-temporal ``triples``. Writes
+go through ``store.mutation`` (so each ``Change`` is ``audited=True``); nothing
+is hard-deleted: merge archives (``status='archived'`` with ``parent_id`` and a
+``merged-into:`` tag pointing at the survivor), decay lowers importance and
+sets ``expires_at``, invalidation sets ``invalid_at``/``expired_at`` and
+``status='superseded'``.
+
+The tool list is synthetic, but the survey maps it by intent like any other
+store's, so memvault's store goes through the same discovery as an MCP server.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import memvault
+from memvault.embed import Embedder
+from memvault.errors import StoreError
+from memvault.gardener.adapter import (
+    Artifact,
+    BackupRef,
+    Capability,
+    Change,
+    DuplicatePair,
+    Fact,
+    FactQuery,
+    ItemChanges,
+    ItemQuery,
+    JournalEntry,
+    LinkCandidate,
+    MemoryItem,
+    NewFact,
+    NewItem,
+    OrphanNode,
+    ToolInfo,
+    UnsupportedMixin,
+    WriteContext,
+)
+from memvault.gardener.similarity import SimilarPairs, similar_pairs
+from memvault.normalize import utcnow
+from memvault.store import Store
+from memvault.store.backends import ident
+
+#: Block kinds that are transcript, not memory: the gardener leaves them to the lifecycle track.
+TRANSCRIPT_KINDS: tuple[str, ...] = ("user_turn", "assistant_turn", "system_turn", "tool_turn")
+
+_TOOLS: tuple[tuple[str, str], ...] = (
+    ("memvault_search_blocks", "Search stored memory items by text, or by similarity when vectors exist."),
+    ("memvault_list_blocks", "List memory items by recency, staleness or length."),
+    ("memvault_create_block", "Create a new memory item (block), optionally linked to a parent."),
+    ("memvault_update_block", "Update a memory item in place: text, importance, tags, parent. Audited."),
+    ("memvault_archive_block", "Archive a memory item: status archived, kept readable, undo restores it."),
+    ("memvault_set_block_expiry", "Set the expiry date (expires_at) of a memory item."),
+    ("memvault_duplicate_blocks", "Near-duplicate check: pairs of memory items above a cosine threshold, from an index."),
+    ("memvault_add_triple", "Add a fact (subject-predicate-object triple) to the knowledge graph."),
+    ("memvault_query_triples", "Query facts (triples) of the knowledge graph by subject, predicate and time."),
+    ("memvault_invalidate_triple", "Invalidate a fact: set invalid_at and expired_at, status superseded; the timeline keeps it."),
+    ("memvault_triple_timeline", "Timeline (history) of one subject and predicate, retired facts included."),
+    ("memvault_reconnect_orphan_block", "Reconnect an orphan memory item or entity: link it to its parent, session or mentions."),
+    ("memvault_write_diary", "Append a dated diary (journal) entry."),
+    ("memvault_stats", "Counts of memory items, facts, entities and mentions."),
+    ("memvault_backup", "Snapshot (backup) of the whole store that can be restored."),
+    ("memvault_save_artifact", "Save a text document (a report artifact) and read it back."),
+)  # fmt: skip
+
+_BLOCK_COLUMNS = (
+    "id, session_id, kind, text, importance, pinned, tags, status, parent_id, created_at, "
+    "updated_at, last_accessed_at, access_count, feedback_score, expires_at"
+)
+
+
+def _short_hash(*parts: object) -> str:
+    return hashlib.sha1("|".join(str(p) for p in parts).encode("utf-8")).hexdigest()[:16]
+
+
+def _redacted(url: str) -> str:
+    from memvault.store.backends import _redact
+
+    return _redact(url)
+
+
+class MemvaultGardenStore(UnsupportedMixin):
+    """The :class:`~memvault.gardener.adapter.GardenStore` over a memvault ``Store``."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        owns_store: bool = False,
+        backup_dir: str | Path | None = None,
+        exact_limit: int | None = None,
+    ) -> None:
+        self.store = store
+        self.name = f"memvault:{_redacted(store.url)}"
+        self.bound: dict[Capability, ToolInfo] = {}
+        self._embedder = embedder
+        self._owns = owns_store
+        self._backup_dir = Path(backup_dir) if backup_dir else None
+        self._exact_limit = exact_limit
+        #: Timing of the last duplicate search (the perf test reads it).
+        self.last_similarity: SimilarPairs | None = None
+        self._vectors: tuple[list[str], np.ndarray] | None = None
+
+    @classmethod
+    def open(cls, url: str, **options: Any) -> MemvaultGardenStore:
+        return cls(memvault.open(url), owns_store=True, **options)
+
+    def close(self) -> None:
+        if self._owns:
+            self._owns = False
+            self.store.close()
+
+    # -- discovery ------------------------------------------------------------------------
+
+    def tools(self) -> list[ToolInfo]:
+        return [ToolInfo(name, description, {}) for name, description in _TOOLS]
+
+    # -- reading items --------------------------------------------------------------------
+
+    def _kinds_sql(self) -> str:
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        return f"b.kind NOT IN ({kinds})"
+
+    @staticmethod
+    def _touched_sql() -> str:
+        # Latest of: updated, accessed, and the last decay (a decay starts a new untouched period).
+        return (
+            "GREATEST(b.updated_at, COALESCE(b.last_accessed_at, b.updated_at), "
+            "COALESCE(d.decayed_at, b.updated_at))"
+        )
+
+    def _items_sql(self) -> str:
+        return (
+            f"SELECT {', '.join('b.' + c.strip() for c in _BLOCK_COLUMNS.split(','))}, "
+            f"{self._touched_sql()} AS touched, length(b.text) AS chars "
+            "FROM blocks b LEFT JOIN (SELECT target_id, max(created_at) AS decayed_at "
+            "FROM audit_log WHERE target_table = 'blocks' AND action IN ('decay', 'expire') "
+            "GROUP BY target_id) d ON d.target_id = b.id"
+        )
+
+    @staticmethod
+    def _item(row: Mapping[str, Any]) -> MemoryItem:
+        tags = row.get("tags")
+        return MemoryItem(
+            id=row["id"],
+            text=row["text"],
+            kind=row["kind"],
+            importance=float(row["importance"]) if row["importance"] is not None else None,
+            pinned=bool(row["pinned"]),
+            tags=tuple(json.loads(tags)) if tags else (),
+            status=row["status"],
+            parent_id=row["parent_id"],
+            container=row["session_id"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            last_touched_at=row.get("touched") or row["updated_at"],
+            expires_at=row.get("expires_at"),
+            scores={
+                "importance": float(row["importance"] or 0),
+                "access_count": float(row["access_count"] or 0),
+                "feedback_score": float(row["feedback_score"] or 0),
+            },
+            extra={"session_id": row["session_id"]},
+        )
+
+    def _items(self, where: str, params: Mapping[str, Any], tail: str = "") -> list[MemoryItem]:
+        sql = f"SELECT * FROM ({self._items_sql()}) i WHERE {where} {tail}"
+        frame = self.store.fetch_df(sql, params)
+        return [self._item(r) for r in frame.iter_rows(named=True)]
+
+    def list_items(self, query: ItemQuery) -> list[MemoryItem]:
+        self.require(Capability.SEARCH)
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        where = [f"kind NOT IN ({kinds})"]
+        params: dict[str, Any] = {}
+        if query.status is not None:
+            where.append("status = :status")
+            params["status"] = query.status
+        if not query.include_pinned:
+            where.append("NOT pinned")
+        if query.min_chars is not None:
+            where.append("chars > :min_chars")
+            params["min_chars"] = query.min_chars
+        if query.decay_floor is not None:
+            where.append("(importance > :floor OR expires_at IS NULL)")
+            params["floor"] = query.decay_floor
+        if query.changed_since is not None:
+            where.append("updated_at >= :since")
+            params["since"] = query.changed_since
+        if query.changed_before is not None:
+            where.append("updated_at < :before")
+            params["before"] = query.changed_before
+        if query.untouched_before is not None:
+            where.append("touched < :untouched")
+            params["untouched"] = query.untouched_before
+        key, direction = {
+            "oldest": ("updated_at", "ASC"),
+            "newest": ("updated_at", "DESC"),
+            "stalest": ("touched", "ASC"),
+            "longest": ("(-chars)", "ASC"),
+        }[query.order]
+        if query.after is not None:
+            found = self.store.fetch(
+                f"SELECT {key} FROM ({self._items_sql()}) i WHERE id = :after",
+                {"after": query.after},
+            )
+            if found:
+                cmp = ">" if direction == "ASC" else "<"
+                where.append(
+                    f"({key} {cmp} :after_key OR ({key} = :after_key AND id {cmp} :after))"
+                )
+                params["after_key"] = found[0][0]
+                params["after"] = query.after
+        tail = f"ORDER BY {key} {direction}, id {direction} LIMIT {int(query.limit)}"
+        return self._items(" AND ".join(where), params, tail)
+
+    def get_items(self, ids: Sequence[str]) -> list[MemoryItem]:
+        self.require(Capability.SEARCH)
+        if not ids:
+            return []
+        found = {
+            i.id: i
+            for i in self._items("id IN (SELECT unnest(CAST(:ids AS TEXT[])))", {"ids": list(ids)})
+        }
+        return [found[i] for i in ids if i in found]
+
+    def search(self, text: str, limit: int = 10) -> list[MemoryItem]:
+        """Words of ``text`` (the three longest) must all occur; vectors rank when present."""
+        self.require(Capability.SEARCH)
+        words = sorted({w for w in text.lower().split() if len(w) >= 4}, key=len, reverse=True)[:3]
+        if not words:
+            return []
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        where = [f"kind NOT IN ({kinds})", "status = 'active'"]
+        params: dict[str, Any] = {}
+        for n, word in enumerate(words):
+            where.append(f"lower(text) LIKE :w{n}")
+            params[f"w{n}"] = f"%{word.strip('.,;:!?()[]')}%"
+        return self._items(
+            " AND ".join(where), params, f"ORDER BY updated_at DESC, id LIMIT {int(limit)}"
+        )
+
+    # -- writing items --------------------------------------------------------------------
+
+    def _change(
+        self,
+        action: str,
+        table: str,
+        row_id: object,
+        before: Any,
+        after: Any,
+        *,
+        audited: bool = True,
+    ) -> Change:
+        return Change(action, table, str(row_id), before, after, audited=audited)
+
+    def create_item(self, ctx: WriteContext, item: NewItem) -> Change:
+        self.require(Capability.CREATE)
+        now = utcnow()
+        session = item.container
+        if session is None and item.parent_id:
+            parent = self.store.get_row("blocks", item.parent_id)
+            session = parent["session_id"] if parent else None
+        row_id = item.id or f"blk_garden_{_short_hash(item.parent_id, item.container, item.text)}"
+        row = {
+            "id": row_id,
+            "session_id": session,
+            "kind": item.kind,
+            "text": item.text,
+            "importance": item.importance if item.importance is not None else 0.5,
+            "pinned": False,
+            "tier": "hot",
+            "status": "active",
+            "parent_id": item.parent_id,
+            "tags": json.dumps(list(item.tags)),
+            "created_at": now,
+            "updated_at": now,
+            "access_count": 0,
+            "feedback_score": 0.0,
+        }
+        with self.store.mutation(ctx.run_id, ctx.phase) as m:
+            inserted = m.insert(
+                "blocks", pl.DataFrame([row]), action=ctx.action or "create", reason=ctx.reason
+            )
+        if not inserted:
+            raise StoreError(f"block {row_id} already exists; not created again")
+        self._vectors = None
+        return self._change(ctx.action or "create", "blocks", row_id, None, row)
+
+    def _update(
+        self, ctx: WriteContext, row_id: str, values: dict[str, Any], default: str
+    ) -> Change:
+        before = self.store.get_row("blocks", row_id)
+        if before is None:
+            raise StoreError(f"no memory item {row_id}")
+        with self.store.mutation(ctx.run_id, ctx.phase) as m:
+            m.update("blocks", row_id, values, action=ctx.action or default, reason=ctx.reason)
+        return self._change(ctx.action or default, "blocks", row_id, before, before | values)
+
+    def update_item(self, ctx: WriteContext, item_id: str, changes: ItemChanges) -> Change:
+        self.require(Capability.MUTATE)
+        values: dict[str, Any] = {}
+        if changes.text is not None:
+            values["text"] = changes.text
+        if changes.importance is not None:
+            values["importance"] = float(changes.importance)
+        if changes.tags is not None:
+            values["tags"] = json.dumps(list(changes.tags))
+        if changes.parent_id is not None:
+            values["parent_id"] = changes.parent_id
+        for name, value in (changes.scores or {}).items():
+            if name in ("access_count", "feedback_score"):
+                values[name] = int(value) if name == "access_count" else float(value)
+        if {"text", "tags", "parent_id"} & set(values):
+            # Content changed: the item is "updated" (an importance-only change is not).
+            values["updated_at"] = utcnow()
+            self._vectors = None
+        return self._update(ctx, item_id, values, "update")
+
+    def archive_item(self, ctx: WriteContext, item_id: str, *, pointer_to: str | None) -> Change:
+        self.require(Capability.ARCHIVE)
+        row = self.store.get_row("blocks", item_id)
+        if row is None:
+            raise StoreError(f"no memory item {item_id}")
+        values: dict[str, Any] = {"status": "archived"}
+        if pointer_to:
+            tags = [*json.loads(row["tags"] or "[]"), f"merged-into:{pointer_to}"]
+            values |= {"parent_id": pointer_to, "tags": json.dumps(tags)}
+        self._vectors = None
+        return self._update(ctx, item_id, values, "archive")
+
+    def set_expiry(self, ctx: WriteContext, item_id: str, expires_at: dt.datetime) -> Change:
+        self.require(Capability.EXPIRE)
+        return self._update(ctx, item_id, {"expires_at": expires_at}, "expire")
+
+    # -- duplicates -----------------------------------------------------------------------
+
+    def _embedder_for(self) -> Embedder:
+        if self._embedder is None:
+            from memvault.embed import make_embedder
+
+            self._embedder = make_embedder()
+        return self._embedder
+
+    def item_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Ids and unit vectors of every active memory item (missing vectors embedded first)."""
+        if self._vectors is not None:
+            return self._vectors
+        embedder = self._embedder_for()
+        self._embed_stale(embedder)
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        frame = self.store.fetch_df(
+            "SELECT e.target_id, e.vector FROM embeddings e JOIN blocks b ON b.id = e.target_id "
+            f"WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' "
+            f"AND b.kind NOT IN ({kinds}) ORDER BY e.target_id",
+            {"m": embedder.model_name},
+        )
+        if frame.is_empty():
+            self._vectors = ([], np.zeros((0, embedder.dim), dtype=np.float32))
+        else:
+            matrix = np.frombuffer(b"".join(frame["vector"].to_list()), dtype=np.float32)
+            self._vectors = (frame["target_id"].to_list(), matrix.reshape(frame.height, -1))
+        return self._vectors
+
+    def _embed_stale(self, embedder: Embedder, batch_size: int = 512) -> int:
+        """Vectors for memory items that have none of this model, or one of an older text
+        (derived data, written like the collector's; transcript turns are not embedded here)."""
+        from memvault.paths import sql_text
+
+        stale_sql = sql_text("queries/stale_embeddings.sql").format(table="blocks", column="text")
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        todo = self.store.fetch_df(
+            f"SELECT s.id, s.text, s.text_hash FROM ({stale_sql}) s JOIN blocks b ON b.id = s.id "
+            f"WHERE b.kind NOT IN ({kinds})",
+            {"kind": "block", "model": embedder.model_name},
+        )
+        for start in range(0, todo.height, batch_size):
+            batch = todo.slice(start, batch_size)
+            vectors = np.ascontiguousarray(
+                embedder.embed(batch["text"].to_list()), dtype=np.float32
+            )
+            rows = pl.DataFrame(
+                {
+                    "target_kind": ["block"] * batch.height,
+                    "target_id": batch["id"],
+                    "model": [embedder.model_name] * batch.height,
+                    "dim": [vectors.shape[1]] * batch.height,
+                    "vector": [v.tobytes() for v in vectors],
+                    "text_hash": batch["text_hash"],
+                    "created_at": [utcnow()] * batch.height,
+                },
+                schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
+            )
+            with self.store.transaction():
+                self.store.backend.insert_df(
+                    "embeddings",
+                    rows,
+                    key=("target_kind", "target_id", "model"),
+                    on_conflict="replace",
+                )
+        return todo.height
+
+    def duplicate_candidates(
+        self, item_ids: Sequence[str], threshold: float = 0.90, limit: int = 1000
+    ) -> list[DuplicatePair]:
+        self.require(Capability.DUPLICATE_CHECK)
+        ids, matrix = self.item_vectors()
+        position = {item_id: n for n, item_id in enumerate(ids)}
+        queries = np.array([position[i] for i in item_ids if i in position], dtype=np.int64)
+        kwargs = {"exact_limit": self._exact_limit} if self._exact_limit is not None else {}
+        found = similar_pairs(matrix, queries, threshold, **kwargs)
+        self.last_similarity = found
+        pairs = []
+        for a, b, score in zip(
+            found.left.tolist(), found.right.tolist(), found.score.tolist(), strict=True
+        ):
+            first, second = sorted((ids[a], ids[b]))
+            pairs.append(DuplicatePair(first, second, round(float(score), 6)))
+            if len(pairs) >= limit:
+                break
+        return pairs
+
+    # -- knowledge graph ------------------------------------------------------------------
+
+    _FACT_SQL = (
+        "SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.invalid_at, "
+        "t.created_at, t.expired_at, t.status, t.confidence, t.superseded_by, t.source_block, "
+        "es.name AS subject_label, eo.name AS object_label FROM triples t "
+        "LEFT JOIN entities es ON es.id = t.subject_id LEFT JOIN entities eo ON eo.id = t.object_id"
+    )
+
+    @staticmethod
+    def _fact(row: Mapping[str, Any]) -> Fact:
+        return Fact(
+            id=row["id"],
+            subject=row["subject_id"],
+            predicate=row["predicate"],
+            object=row["object_id"] or row["object"],
+            subject_label=row["subject_label"],
+            object_label=row["object_label"] or row["object"],
+            valid_at=row["valid_at"],
+            invalid_at=row["invalid_at"],
+            created_at=row["created_at"],
+            expired_at=row["expired_at"],
+            status=row["status"],
+            confidence=row["confidence"],
+            superseded_by=row["superseded_by"],
+            source=row["source_block"],
+        )
+
+    def _facts(self, where: list[str], params: dict[str, Any], tail: str) -> list[Fact]:
+        clause = ("WHERE " + " AND ".join(where)) if where else ""
+        frame = self.store.fetch_df(f"{self._FACT_SQL} {clause} {tail}", params)
+        return [self._fact(r) for r in frame.iter_rows(named=True)]
+
+    def facts(self, query: FactQuery) -> list[Fact]:
+        self.require(Capability.KG_SEARCH)
+        where: list[str] = []
+        params: dict[str, Any] = {}
+        if query.subject is not None:
+            where.append("t.subject_id = :s")
+            params["s"] = query.subject
+        if query.predicate is not None:
+            where.append("t.predicate = :p")
+            params["p"] = query.predicate
+        if query.changed_since is not None:
+            where.append("t.created_at >= :since")
+            params["since"] = query.changed_since
+        if query.active_only:
+            where.append("t.status = 'active' AND t.invalid_at IS NULL AND t.expired_at IS NULL")
+        direction = "DESC" if query.newest_first else "ASC"
+        tail = (
+            f"ORDER BY t.created_at {direction}, t.id {direction} LIMIT {int(query.limit)}"
+            if query.newest_first
+            else f"ORDER BY t.valid_at ASC NULLS FIRST, t.created_at, t.id LIMIT {int(query.limit)}"
+        )
+        return self._facts(where, params, tail)
+
+    def timeline(self, subject: str, predicate: str) -> list[Fact]:
+        self.require(Capability.KG_TIMELINE)
+        return self._facts(
+            ["t.subject_id = :s", "t.predicate = :p"],
+            {"s": subject, "p": predicate},
+            "ORDER BY t.valid_at ASC NULLS FIRST, t.created_at, t.id",
+        )
+
+    def add_fact(self, ctx: WriteContext, fact: NewFact) -> Change:
+        self.require(Capability.KG_ADD)
+        now = utcnow()
+        is_entity = bool(
+            self.store.fetch("SELECT 1 FROM entities WHERE id = :o", {"o": fact.object})
+        )
+        label = fact.object
+        if is_entity:
+            label = self.store.fetch("SELECT name FROM entities WHERE id = :o", {"o": fact.object})[
+                0
+            ][0]
+        row = {
+            "id": f"tri_garden_{_short_hash(fact.subject, fact.predicate, fact.object, fact.valid_at)}",
+            "subject_id": fact.subject,
+            "predicate": fact.predicate,
+            "object": label,
+            "object_id": fact.object if is_entity else None,
+            "valid_at": fact.valid_at or now,
+            "created_at": now,
+            "source_block": fact.source,
+            "confidence": fact.confidence if fact.confidence is not None else 1.0,
+            "status": "active",
+            "lineage": "[]",
+        }
+        with self.store.mutation(ctx.run_id, ctx.phase) as m:
+            m.insert(
+                "triples", pl.DataFrame([row]), action=ctx.action or "add-fact", reason=ctx.reason
+            )
+        return self._change(ctx.action or "add-fact", "triples", row["id"], None, row)
+
+    def invalidate_fact(
+        self,
+        ctx: WriteContext,
+        fact_id: str,
+        *,
+        invalid_at: dt.datetime | None,
+        superseded_by: str | None,
+    ) -> Change:
+        self.require(Capability.KG_INVALIDATE)
+        before = self.store.get_row("triples", fact_id)
+        if before is None:
+            raise StoreError(f"no fact {fact_id}")
+        values: dict[str, Any] = {
+            "status": "superseded",
+            "expired_at": utcnow(),
+            "superseded_by": superseded_by,
+            "note": ctx.reason or None,
+        }
+        if invalid_at is not None and before["invalid_at"] is None:
+            values["invalid_at"] = invalid_at
+        with self.store.mutation(ctx.run_id, ctx.phase) as m:
+            m.update(
+                "triples", fact_id, values, action=ctx.action or "invalidate", reason=ctx.reason
+            )
+        return self._change(ctx.action or "invalidate", "triples", fact_id, before, before | values)
+
+    # -- structure ------------------------------------------------------------------------
+
+    def orphans(self, limit: int = 10) -> list[OrphanNode]:
+        """Worst first: children of merged-away items, dangling parents, unlinked entities,
+        memories without a session."""
+        self.require(Capability.STRUCTURE)
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        found: list[OrphanNode] = []
+        queries = (
+            (
+                "parent archived",
+                "SELECT b.id, b.text FROM blocks b JOIN blocks p ON p.id = b.parent_id "
+                "WHERE b.status = 'active' AND p.status <> 'active'",
+            ),
+            (
+                "parent missing",
+                "SELECT b.id, b.text FROM blocks b LEFT JOIN blocks p ON p.id = b.parent_id "
+                "WHERE b.status = 'active' AND b.parent_id IS NOT NULL AND p.id IS NULL",
+            ),
+            (
+                "entity without links",
+                "SELECT e.id, e.name FROM entities e WHERE e.status = 'active' "
+                "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) "
+                "AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.subject_id = e.id OR t.object_id = e.id) "
+                "AND NOT EXISTS (SELECT 1 FROM edges g WHERE g.source_id = e.id OR g.target_id = e.id)",
+            ),
+            (
+                "no session",
+                "SELECT b.id, b.text FROM blocks b LEFT JOIN sessions s ON s.id = b.session_id "
+                f"WHERE b.status = 'active' AND b.kind NOT IN ({kinds}) AND s.id IS NULL",
+            ),
+        )
+        for problem, sql in queries:
+            if len(found) >= limit:
+                break
+            rows = self.store.fetch(f"{sql} ORDER BY 1 LIMIT {int(limit - len(found))}")
+            kind = "entity" if problem.startswith("entity") else "item"
+            found.extend(OrphanNode(r[0], str(r[1])[:80], kind, problem) for r in rows)
+        return found
+
+    def link_candidates(self, node: OrphanNode) -> list[LinkCandidate]:
+        self.require(Capability.STRUCTURE)
+        if node.problem == "parent archived":
+            row = self.store.fetch(
+                "SELECT p.id, p.parent_id, p.tags FROM blocks b JOIN blocks p ON p.id = b.parent_id "
+                "WHERE b.id = :id",
+                {"id": node.id},
+            )
+            if not row:
+                return []
+            parent_id, pointer, tags = row[0]
+            merged = [
+                t.split(":", 1)[1] for t in json.loads(tags or "[]") if t.startswith("merged-into:")
+            ]
+            target = merged[-1] if merged else None
+            if target is None or target != pointer:
+                return []
+            alive = self.store.fetch(
+                "SELECT 1 FROM blocks WHERE id = :t AND status = 'active'", {"t": target}
+            )
+            if not alive:
+                return []
+            return [LinkCandidate(target, "parent", f"{parent_id} was merged into {target}")]
+        if node.problem == "entity without links":
+            row = self.store.fetch("SELECT name FROM entities WHERE id = :id", {"id": node.id})
+            name = (row[0][0] if row else "").strip()
+            if len(name) < 3:
+                return []
+            kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+            hits = self.store.fetch(
+                "SELECT id FROM blocks WHERE status = 'active' AND lower(text) LIKE :n "
+                f"AND kind NOT IN ({kinds}) ORDER BY id LIMIT 3",
+                {"n": f"%{name.lower()}%"},
+            )
+            return [LinkCandidate(h[0], "mention", f"the item names {name!r}") for h in hits]
+        if node.problem == "no session":
+            row = self.store.fetch(
+                "SELECT p.session_id FROM blocks b JOIN blocks p ON p.id = b.parent_id "
+                "JOIN sessions s ON s.id = p.session_id WHERE b.id = :id",
+                {"id": node.id},
+            )
+            return [LinkCandidate(r[0], "session", "its parent's session") for r in row]
+        return []
+
+    def add_link(self, ctx: WriteContext, node: OrphanNode, link: LinkCandidate) -> Change:
+        self.require(Capability.STRUCTURE)
+        if link.relation == "parent":
+            return self._update(ctx, node.id, {"parent_id": link.target_id}, "reconnect")
+        if link.relation == "session":
+            return self._update(ctx, node.id, {"session_id": link.target_id}, "reconnect")
+        if link.relation == "mention":
+            block = self.store.get_row("blocks", link.target_id)
+            if block is None:
+                raise StoreError(f"no memory item {link.target_id}")
+            row = {
+                "id": f"men_garden_{_short_hash(node.id, link.target_id)}",
+                "entity_id": node.id,
+                "block_id": link.target_id,
+                "session_id": block["session_id"],
+                "mentioned_at": block["created_at"],
+            }
+            with self.store.mutation(ctx.run_id, ctx.phase) as m:
+                m.insert(
+                    "mentions",
+                    pl.DataFrame([row]),
+                    action=ctx.action or "reconnect",
+                    reason=ctx.reason,
+                )
+            return self._change(ctx.action or "reconnect", "mentions", row["id"], None, row)
+        raise StoreError(f"unknown link relation {link.relation!r}")
+
+    # -- journal, stats, backup, artifacts ------------------------------------------------
+
+    def last_journal(self) -> JournalEntry | None:
+        self.require(Capability.JOURNAL)
+        rows = self.store.fetch(
+            "SELECT id, text, created_at FROM diary WHERE id LIKE 'garden-%' "
+            "ORDER BY created_at DESC, id DESC LIMIT 1"
+        )
+        return JournalEntry(*rows[0]) if rows else None
+
+    def write_journal(self, ctx: WriteContext, text: str) -> Change:
+        self.require(Capability.JOURNAL)
+        now = utcnow()
+        row = {
+            "id": f"garden-{ctx.run_id}",
+            "day": now.date(),
+            "text": text,
+            "run_id": ctx.run_id,
+            "created_at": now,
+        }
+        with self.store.mutation(ctx.run_id, ctx.phase) as m:
+            inserted = m.insert(
+                "diary", pl.DataFrame([row]), action=ctx.action or "journal", reason=ctx.reason
+            )
+        if not inserted:
+            raise StoreError(f"journal entry {row['id']} exists already")
+        return self._change(ctx.action or "journal", "diary", row["id"], None, row)
+
+    def stats(self) -> dict[str, int]:
+        self.require(Capability.STATS)
+        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
+        items = self.store.fetch(
+            "SELECT count(*) FILTER (WHERE status = 'active'), "
+            "count(*) FILTER (WHERE status = 'archived'), count(*) FILTER (WHERE expires_at IS NOT NULL), "
+            f"count(*) FROM blocks WHERE kind NOT IN ({kinds})"
+        )[0]
+        facts = self.store.fetch(
+            "SELECT count(*) FILTER (WHERE status = 'active' AND invalid_at IS NULL AND expired_at IS NULL), "
+            "count(*) FROM triples"
+        )[0]
+        other = self.store.counts(("entities", "mentions", "diary"))
+        return {
+            "items_active": int(items[0]),
+            "items_archived": int(items[1]),
+            "items_expiring": int(items[2]),
+            "items": int(items[3]),
+            "facts_active": int(facts[0]),
+            "facts": int(facts[1]),
+            "entities": other["entities"],
+            "mentions": other["mentions"],
+            "journal": other["diary"],
+        }
+
+    def backup(self, label: str) -> BackupRef:
+        """DuckDB: ``EXPORT DATABASE`` to a directory; PostgreSQL: the tables copied into a
+        snapshot schema, in one REPEATABLE READ transaction. Restore with :func:`restore_backup`."""
+        self.require(Capability.BACKUP)
+        stamp = f"{utcnow():%Y%m%dT%H%M%S%f}"
+        backend = self.store.backend
+        if backend.name == "duckdb":
+            base = self._backup_dir
+            path = getattr(backend, "path", ":memory:")
+            if base is None:
+                if path == ":memory:":
+                    raise StoreError("an in-memory DuckDB store has no place for a backup")
+                base = Path(path).with_name(Path(path).name + ".backups")
+            target = base / f"{label}-{stamp}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            backend.execute(f"EXPORT DATABASE '{target.as_posix()}' (FORMAT parquet)")
+            return BackupRef(
+                f"duckdb-export:{target}", "restore: restore_backup(ref, new_url)", utcnow()
+            )
+        schema = _pg_schema(backend)
+        snapshot = ident(f"{schema[:36]}_bk_{stamp.replace('T', '')}")  # ≤ 63 chars
+        tables = [r[0] for r in self.store.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
+            "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": schema})]  # fmt: skip
+        with backend.transaction():
+            backend.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            backend.execute(f"CREATE SCHEMA {snapshot}")
+            for table in tables:
+                backend.execute(
+                    f"CREATE TABLE {snapshot}.{ident(table)} AS TABLE {ident(schema)}.{ident(table)}"
+                )
+        return BackupRef(
+            f"postgresql-schema:{snapshot}", "restore: restore_backup(ref, new_url)", utcnow()
+        )
+
+    def save_artifact(self, ctx: WriteContext, kind: str, name: str, content: str) -> Change:
+        self.require(Capability.ARTIFACT)
+        now = utcnow()
+        row = {
+            "id": f"art-{kind}-{now:%Y%m%dT%H%M%S%f}-{_short_hash(ctx.run_id, content)[:6]}",
+            "kind": kind,
+            "name": name,
+            "content": content,
+            "run_id": ctx.run_id,
+            "created_at": now,
+        }
+        with self.store.mutation(ctx.run_id, ctx.phase) as m:
+            m.insert(
+                "artifacts",
+                pl.DataFrame([row]),
+                action=ctx.action or "save-artifact",
+                reason=ctx.reason,
+            )
+        return self._change(
+            ctx.action or "save-artifact",
+            "artifacts",
+            row["id"],
+            None,
+            {k: v for k, v in row.items() if k != "content"},
+        )
+
+    def read_artifact(self, artifact_id: str) -> Artifact | None:
+        self.require(Capability.ARTIFACT)
+        row = self.store.get_row("artifacts", artifact_id)
+        return (
+            Artifact(
+                row["id"],
+                row["kind"],
+                row["name"],
+                row["content"],
+                row["created_at"],
+                row["run_id"],
+            )
+            if row
+            else None
+        )
+
+    def last_artifact(self, kind: str) -> Artifact | None:
+        self.require(Capability.ARTIFACT)
+        rows = self.store.fetch(
+            "SELECT id FROM artifacts WHERE kind = :k ORDER BY created_at DESC, id DESC LIMIT 1",
+            {"k": kind},
+        )
+        return self.read_artifact(rows[0][0]) if rows else None
+
+
+def _pg_schema(backend: object) -> str:
+    from memvault.store.backends import PostgresBackend
+
+    if not isinstance(backend, PostgresBackend):
+        raise StoreError("a schema snapshot needs a PostgreSQL store")
+    return backend.schema
+
+
+def restore_backup(ref: BackupRef | str, target_url: str) -> Store:
+    """Restore a snapshot into a new, empty store at ``target_url`` (never over a live one)."""
+    location = ref.location if isinstance(ref, BackupRef) else ref
+    kind, _, where = location.partition(":")
+    if kind == "duckdb-export":
+        if not target_url.startswith("duckdb:"):
+            raise StoreError("a DuckDB export restores into a duckdb:// store")
+        from memvault.store.backends import connect
+
+        backend = connect(target_url)
+        try:
+            if backend.fetch(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+            )[0][0]:
+                raise StoreError(f"{target_url} is not empty; restore into a new store")
+            backend.execute(f"IMPORT DATABASE '{Path(where).as_posix()}'")
+        finally:
+            backend.close()
+        return memvault.open(target_url)
+    if kind == "postgresql-schema":
+        snapshot = ident(where)
+        target = memvault.open(target_url)
+        backend = target.backend
+        schema = _pg_schema(backend)
+        if schema == snapshot:
+            raise StoreError("restore into another schema than the snapshot's")
+        tables = [r[0] for r in target.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
+            "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": snapshot})]  # fmt: skip
+        with backend.transaction():
+            for table in tables:
+                if table == "schema_version":
+                    continue
+                cols = [c for c, _ in target.backend.columns(table)]
+                backend.execute(
+                    f"INSERT INTO {ident(schema)}.{ident(table)} ({', '.join(map(ident, cols))}) "
+                    f"SELECT {', '.join(map(ident, cols))} FROM {snapshot}.{ident(table)}"
+                )
+            # Audit ids come from a sequence: continue after the restored rows.
+            backend.execute(
+                "SELECT setval('audit_log_seq', GREATEST((SELECT max(id) FROM audit_log), 1))"
+            )
+        return target
+    raise StoreError(f"unknown backup location {location!r}")
+
+
+def drop_backup_schema(store: Store, ref: BackupRef) -> None:
+    """Remove a PostgreSQL snapshot schema (tests and operators clean up with it)."""
+    kind, _, where = ref.location.partition(":")
+    if kind == "postgresql-schema":
+        store.backend.execute(f"DROP SCHEMA IF EXISTS {ident(where)} CASCADE")

@@ -1,0 +1,435 @@
+"""The ceremony: GD0 survey → GD1–GD6 within the budget → GD7 report, always.
+
+:func:`run_garden` runs it all in-process (the CLI). The Dagster assets run
+the same steps one asset per phase — :meth:`Gardener.begin`,
+:meth:`Gardener.run_phase`, :meth:`Gardener.finish` — and pass the state
+between them through the ``runs`` row of the garden run (``Gardener.load``).
+
+Per store, a run covers a *window*: items changed since the previous clean
+run (a first run: the ~200 most recent). A run that spends its budget stops
+mid-phase and records the resume point; the next run continues the same
+window from there, so nothing between two runs is skipped.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memvault.gardener.adapter import Capability, Change, GardenStore, WriteContext
+from memvault.gardener.budget import Budget, BudgetSpent
+from memvault.gardener.capabilities import Survey, survey
+from memvault.gardener.ledger import Ledger
+from memvault.gardener.outcome import Outcome
+from memvault.gardener.phases import APPROVED_ONLY, PHASE_FUNCTIONS, PhaseContext
+from memvault.gardener.report import GardenReport, OpLine, StoreLine, parse_report
+from memvault.gardener.state import PHASE_LABELS, PHASES, GardenConfig, RunState, StoreRun
+from memvault.judge import Judge
+from memvault.normalize import utcnow
+
+REPORT_KIND = "garden-report"
+
+
+@dataclass
+class GardenResult:
+    run_id: str
+    report: str
+    outcome: Outcome
+    state: RunState
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome.outcome == "succeeded"
+
+
+def _iso(value: dt.datetime) -> str:
+    return value.replace(microsecond=value.microsecond).isoformat()
+
+
+class Gardener:
+    """One garden run over one or more stores, with its state kept in the ledger."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        stores: Sequence[GardenStore],
+        judge: Judge,
+        state: RunState,
+    ) -> None:
+        if not stores:
+            raise ValueError("the gardener needs at least one store to tend")
+        names = [s.name for s in stores]
+        if len(set(names)) != len(names):
+            raise ValueError(f"the same store is listed twice: {names}")
+        self.ledger = ledger
+        self.stores = list(stores)
+        self.judge = judge
+        self.state = state
+        self.config = GardenConfig.from_dict(state.config)
+        self.budget = Budget.from_dict(state.budget)
+        self.surveys: dict[str, Survey] = {}
+        for store in self.stores:
+            found = survey(store.name, store.tools())
+            store.bind(found.mapping)
+            # A tool that looked right but the adapter cannot serve is not a capability.
+            for capability, why in getattr(store, "declined", {}).items():
+                found.mapping.pop(capability, None)
+                found.evidence[capability] = f"declined: {why}"
+            self.surveys[store.name] = found
+
+    # -- creation -------------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        ledger: Ledger,
+        stores: Sequence[GardenStore],
+        judge: Judge,
+        config: GardenConfig | None = None,
+        *,
+        run_id: str | None = None,
+        dagster_run_id: str | None = None,
+    ) -> Gardener:
+        """Create the run (``runs`` row of kind ``garden``) and do GD0 for every store."""
+        config = config or GardenConfig()
+        params = {
+            "stores": [s.name for s in stores],
+            "mode": config.mode,
+            "max_mutations": config.max_mutations,
+            "max_judgments": config.max_judgments,
+            "judge": judge.kind,
+        }
+        run_id = ledger.begin(params, run_id=run_id)
+        if dagster_run_id:
+            ledger.tag_dagster(run_id, dagster_run_id)
+        state = RunState(
+            run_id=run_id,
+            mode=config.mode,
+            started_at=_iso(utcnow()),
+            config=config.as_dict(),
+            budget=Budget(config.max_mutations, config.max_judgments).as_dict(),
+            judge={"kind": judge.kind},
+        )
+        gardener = cls(ledger, stores, judge, state)
+        gardener._survey_all()
+        gardener.save()
+        return gardener
+
+    @classmethod
+    def load(
+        cls, ledger: Ledger, stores: Sequence[GardenStore], judge: Judge, run_id: str
+    ) -> Gardener:
+        """The gardener of a run begun earlier (the next phase asset picks it up here)."""
+        data = ledger.load_state(run_id)
+        if not data.get("run_id"):
+            raise ValueError(f"garden run {run_id} has no saved state")
+        return cls(ledger, stores, judge, RunState.from_json(data))
+
+    # -- state ----------------------------------------------------------------------------
+
+    def save(self) -> None:
+        self.state.budget = self.budget.as_dict()
+        carry = {"stores": {name: self._carry(srun) for name, srun in self.state.stores.items()}}
+        self.ledger.save_state(self.state.run_id, self.state.to_json(), carry)
+
+    def _carry(self, srun: StoreRun) -> dict[str, object]:
+        """What the next run of this store starts from."""
+        if srun.stop is None:  # the window is closed: the next one starts where this one ended
+            return {
+                "resume": "clean",
+                "window_start": srun.window_end,
+                "settled": srun.settled,
+                "proposing_only": srun.proposing_only,
+            }
+        return {
+            "resume": srun.stop,
+            "window_start": srun.window_start,
+            "window_end": srun.window_end,
+            "first_run": srun.first_run,
+            "judged": srun.judged,
+            "settled": srun.settled,
+            "proposing_only": srun.proposing_only,
+        }
+
+    # -- GD0 ------------------------------------------------------------------------------
+
+    def _survey_all(self) -> None:
+        now = utcnow()
+        for store in self.stores:
+            found = self.surveys[store.name]
+            srun = StoreRun(name=store.name, capabilities=found.summary(), survey=found.as_dict())
+            self.state.stores[store.name] = srun
+            if found.has(Capability.STATS):
+                srun.stats_before = store.stats()
+            previous = self.ledger.previous(store.name, before_run=self.state.run_id)
+            self._window(store, srun, previous, now)
+            self._snapshot(store, srun, previous)
+
+    def _window(
+        self, store: GardenStore, srun: StoreRun, previous: dict | None, now: dt.datetime
+    ) -> None:
+        srun.window_end = _iso(now)
+        if previous is None:
+            report = None
+            if self.surveys[store.name].has(Capability.ARTIFACT):
+                report = store.last_artifact(REPORT_KIND)
+            if report is not None:  # no ledger entry, but an earlier report: since then
+                srun.first_run = False
+                srun.window_start = _iso(report.created_at) if report.created_at else None
+                srun.since_source = f"report {report.id}"
+            return
+        srun.settled = {k: list(v) for k, v in dict(previous.get("settled") or {}).items()}
+        srun.proposing_only = list(previous.get("proposing_only") or [])
+        resume = previous.get("resume")
+        if isinstance(resume, dict):  # the previous run stopped early: continue its window
+            srun.first_run = bool(previous.get("first_run", False))
+            srun.window_start = previous.get("window_start")
+            srun.window_end = str(previous.get("window_end") or srun.window_end)
+            srun.judged = list(previous.get("judged") or [])
+            srun.start_phase = str(resume.get("phase", PHASES[0]))
+            srun.start_cursor = dict(resume.get("cursor") or {})
+            srun.since_source = f"resumed from {previous['run_id']}"
+        else:
+            srun.first_run = False
+            srun.window_start = previous.get("window_start")
+            srun.since_source = f"run {previous['run_id']}"
+
+    def _snapshot(self, store: GardenStore, srun: StoreRun, previous: dict | None) -> None:
+        """GD-S4: before the first run of a store, and before every autonomous run."""
+        autonomous = self.config.mode == "autonomous"
+        if not self.config.backup or not (autonomous or previous is None):
+            return
+        if not self.surveys[store.name].has(Capability.BACKUP):
+            self.state.skip("survey", "GD-S4 snapshot: no backup capability in " + store.name)
+            return
+        try:
+            ref = store.backup(f"garden-{self.state.run_id}")
+        except Exception as exc:  # a failed mandatory backup: no mutation at all
+            srun.blocked = f"backup failed: {exc}"
+            self.state.errors.append(f"{store.name}: mandatory backup failed: {exc}")
+            self.state.skip("survey", f"every mutation of {store.name} — backup failed: {exc}")
+            return
+        srun.backup = ref.location
+
+    # -- GD1–GD6 --------------------------------------------------------------------------
+
+    def run_phase(self, phase: str) -> None:
+        """Run one phase on every store that has not stopped; saves the state afterwards."""
+        if phase not in PHASE_FUNCTIONS:
+            raise ValueError(f"unknown phase {phase!r}: one of {', '.join(PHASES)}")
+        now = dt.datetime.fromisoformat(self.state.started_at)
+        for store in self.stores:
+            srun = self.state.stores[store.name]
+            stop = srun.stop or {}
+            if stop.get("phase") == phase and str(stop.get("reason", "")).startswith("error"):
+                # A re-executed phase (Dagster "re-execute from failure") tries again from
+                # where it failed; what it committed before is in the store and not redone.
+                srun.start_phase, srun.start_cursor, srun.stop = (
+                    phase,
+                    dict(stop.get("cursor") or {}),
+                    None,
+                )
+                prefix = f"{PHASE_LABELS[phase]} on {store.name}:"
+                self.state.errors = [e for e in self.state.errors if not e.startswith(prefix)]
+            if phase in srun.done or srun.stop is not None:
+                continue
+            step = PHASE_FUNCTIONS[phase]
+            if PHASES.index(phase) < PHASES.index(srun.start_phase):
+                # Done by the run this one resumes; approved proposals still go first.
+                if phase not in APPROVED_ONLY:
+                    continue
+                step = APPROVED_ONLY[phase]
+            if srun.blocked:
+                if phase not in srun.done:
+                    srun.done.append(phase)
+                continue
+            srun.cursor = dict(srun.start_cursor) if phase == srun.start_phase else {}
+            if step is not PHASE_FUNCTIONS[phase]:
+                srun.cursor = {}
+            ctx = PhaseContext(
+                phase=phase,
+                store=store,
+                survey=self.surveys[store.name],
+                ledger=self.ledger,
+                judge=self.judge,
+                config=self.config,
+                budget=self.budget,
+                run=self.state,
+                srun=srun,
+                now=now,
+            )
+            before = self.judge.stats.as_dict()
+            clock = time.perf_counter()
+            try:
+                step(ctx)
+            except BudgetSpent as spent:
+                srun.stop = {
+                    "phase": phase,
+                    "cursor": spent.cursor,
+                    "reason": f"{spent.kind} budget spent",
+                }
+            except Exception as exc:
+                srun.stop = {"phase": phase, "cursor": dict(srun.cursor), "reason": f"error: {exc}"}
+                self.state.errors.append(
+                    f"{PHASE_LABELS[phase]} on {store.name}: {type(exc).__name__}: {exc}"
+                )
+                self.state.notes.append(traceback.format_exc(limit=5))
+            else:
+                srun.done.append(phase)
+                srun.cursor = {}
+            finally:
+                timing = self.state.phase_metrics.setdefault(phase, {})
+                timing["seconds"] = round(
+                    timing.get("seconds", 0.0) + time.perf_counter() - clock, 4
+                )
+                self._count_judge(before)
+                if phase == "dedup" and srun.stop is None:
+                    srun.judged = []  # the window's pairs are all judged
+                self.save()
+
+    def _count_judge(self, before: dict[str, int]) -> None:
+        after = self.judge.stats.as_dict()
+        totals = self.state.judge
+        totals["kind"] = self.judge.kind
+        for name, value in after.items():
+            totals[name] = int(totals.get(name, 0)) + value - before.get(name, 0)
+
+    def run_all(self) -> None:
+        for phase in PHASES:
+            self.run_phase(phase)
+
+    # -- GD7 ------------------------------------------------------------------------------
+
+    def build_report(self) -> GardenReport:
+        stores = []
+        for store in self.stores:
+            srun = self.state.stores[store.name]
+            if self.surveys[store.name].has(Capability.STATS) and not srun.stats_after:
+                srun.stats_after = store.stats()
+            stores.append(
+                StoreLine(
+                    store.name,
+                    srun.capabilities,
+                    srun.stats_before,
+                    srun.stats_after,
+                    srun.resume_text(),
+                )
+            )
+        return GardenReport(
+            timestamp=self.state.started_at + "Z",
+            mode=self.state.mode,
+            stores=stores,
+            actions=dict(self.state.actions),
+            ops=[OpLine(**op) for op in self.state.ops],
+            deferred=list(self.state.deferred),
+            skipped=[(p, w) for p, w in self.state.skipped],
+            mutations_used=self.budget.mutations,
+            mutations_max=self.budget.max_mutations,
+        )
+
+    def finish(self) -> GardenResult:
+        """GD7: render the report, save it and read it back, judge the outcome, close the run."""
+        report = self.build_report()
+        text = report.render()
+        self.state.report_text = text
+        self._save_report(text)
+        outcome = self._outcome(report)
+        self.state.outcome = outcome.as_dict()
+        self.state.finished = True
+        self.save()
+        self.ledger.finish(
+            self.state.run_id,
+            "succeeded" if outcome.outcome == "succeeded" else "failed",
+            "; ".join(self.state.errors) or None,
+        )
+        return GardenResult(self.state.run_id, text, outcome, self.state)
+
+    def _save_report(self, text: str) -> None:
+        """Through the first tended store that can keep artifacts, else in the ledger."""
+        holder = next(
+            (s for s in self.stores if self.surveys[s.name].has(Capability.ARTIFACT)), None
+        )
+        ctx = WriteContext(self.state.run_id, "report", "gardening report", "report")
+        name = f"gardening report {self.state.started_at}"
+        try:
+            if holder is not None:
+                change: Change = holder.save_artifact(ctx, REPORT_KIND, name, text)
+                if not change.audited:
+                    self.ledger.audit_external(
+                        self.state.run_id, "report", holder.name, change, "gardening report"
+                    )
+                self.state.expected_audit += 1
+                back = holder.read_artifact(change.target_id)
+            else:
+                from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
+
+                keeper = MemvaultGardenStore(self.ledger.store)
+                keeper.bind(survey(keeper.name, keeper.tools()).mapping)
+                change = keeper.save_artifact(ctx, REPORT_KIND, name, text)
+                self.state.expected_audit += 1
+                back = keeper.read_artifact(change.target_id)
+            self.state.report_id = change.target_id
+            self.state.report_read_back = back is not None and back.content == text
+            if back is not None and self.state.report_read_back:
+                parse_report(back.content)  # what was stored is a report in the GD7 format
+        except Exception as exc:
+            self.state.report_read_back = False
+            self.state.errors.append(f"report save failed: {type(exc).__name__}: {exc}")
+
+    def _outcome(self, report: GardenReport) -> Outcome:
+        audited = self.ledger.audit_rows(self.state.run_id)
+        checks = [
+            (
+                f"budget {self.budget.mutations}/{self.budget.max_mutations} mutations, "
+                f"{self.budget.judgments}/{self.budget.max_judgments} judgments",
+                self.budget.within,
+            ),
+            (
+                f"count audit_log rows of run {self.state.run_id}: {audited} = "
+                f"{self.state.expected_audit} writes made",
+                audited == self.state.expected_audit,
+            ),
+            (
+                f"read back report artifact {self.state.report_id}",
+                bool(self.state.report_read_back),
+            ),
+            (
+                "skipped phases listed: "
+                + (", ".join(p for p, _ in report.skipped) if report.skipped else "none"),
+                True,
+            ),
+        ]
+        blocked = [s for s in self.state.stores.values() if s.blocked]
+        if blocked:
+            checks.append((f"mandatory backup of {blocked[0].name}", False))
+        if self.state.errors:
+            checks.append((f"phases without error ({len(self.state.errors)} failed)", False))
+        ok = all(passed for _, passed in checks)
+        acted = sum(self.state.actions.values())
+        if ok:
+            summary = (
+                f"Completed memory gardening ({self.state.mode}) and persisted report "
+                f"{self.state.report_id}: {acted} action(s), {self.state.proposals} proposal(s), "
+                f"resume point {report.resume_point}"
+            )
+        else:
+            failed = [c for c, passed in checks if not passed]
+            summary = f"Memory gardening failed: {'; '.join(failed)}"
+        return Outcome("succeeded" if ok else "failed", summary, checks)
+
+
+def run_garden(
+    ledger: Ledger,
+    stores: Sequence[GardenStore],
+    judge: Judge,
+    config: GardenConfig | None = None,
+    *,
+    run_id: str | None = None,
+) -> GardenResult:
+    """The whole ceremony in-process: survey, phases within the budget, report."""
+    gardener = Gardener.start(ledger, stores, judge, config, run_id=run_id)
+    gardener.run_all()
+    return gardener.finish()

@@ -1,0 +1,175 @@
+"""The ceremony's settings and its state, JSON-able so phase assets can pass it through the store."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memvault.gardener.budget import DEFAULT_MAX_JUDGMENTS, DEFAULT_MAX_MUTATIONS
+
+Mode = Literal["tend-and-propose", "autonomous"]
+MODES: tuple[str, ...] = ("tend-and-propose", "autonomous")
+
+#: GD1–GD6 in ceremony order (GD0 survey and GD7 report bracket them).
+PHASES: tuple[str, ...] = ("dedup", "decay", "split", "invalidate", "reconnect", "journal")
+PHASE_LABELS: dict[str, str] = {
+    "survey": "GD0 survey",
+    "dedup": "GD1 dedup",
+    "decay": "GD2 decay",
+    "split": "GD3 split",
+    "invalidate": "GD4 invalidate",
+    "reconnect": "GD5 reconnect",
+    "journal": "GD6 journal",
+    "report": "GD7 report",
+}
+
+#: Predicates with one value at a time that is expected to change (a newer object supersedes
+#: an older one by rule, GD4), when the grounding definitions cannot be read.
+FALLBACK_FUNCTIONAL: tuple[str, ...] = (
+    "works_at",
+    "lives_in",
+    "has_role",
+    "project_status",
+    "employer",
+    "job_title",
+    "home_city",
+    "current_city",
+)
+
+
+def grounded_predicates() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(functional and volatile, functional and stable) predicates of the grounding
+    definitions (``memvault.temporal``, SPEC L2/T6); the fallback list when unreadable."""
+    try:
+        from memvault.temporal.grounding import Grounding
+
+        defs = Grounding.load().predicates.values()
+    except Exception:
+        return FALLBACK_FUNCTIONAL, ()
+    volatile = tuple(sorted(p.name for p in defs if p.is_functional and p.is_volatile))
+    stable = tuple(sorted(p.name for p in defs if p.is_functional and not p.is_volatile))
+    return volatile or FALLBACK_FUNCTIONAL, stable
+
+
+@dataclass
+class GardenConfig:
+    """Thresholds of the ceremony (the defaults are the SPEC's)."""
+
+    mode: Mode = "tend-and-propose"
+    max_mutations: int = DEFAULT_MAX_MUTATIONS
+    max_judgments: int = DEFAULT_MAX_JUDGMENTS
+    similarity: float = 0.90
+    first_run_items: int = 200
+    window_page: int = 5000
+    confident: float = 0.8  # below this a verdict is uncertain: proposed, never executed
+    shared_core: float = 0.85
+    decay_after_days: int = 30
+    decay_step: float = 0.1
+    importance_min: float = 0.1
+    expire_below: float = 0.2  # importance at or below this gets an expiry (not a deletion)
+    expire_after_days: int = 90
+    bloat_chars: int = 750
+    max_splits: int = 5
+    max_reconnects: int = 10
+    #: Superseded by rule (GD4): one value at a time, expected to change.
+    functional_predicates: tuple[str, ...] = field(default_factory=lambda: grounded_predicates()[0])
+    #: One value at a time but not expected to change: a change is proposed, never executed.
+    stable_predicates: tuple[str, ...] = field(default_factory=lambda: grounded_predicates()[1])
+    backup: bool = True
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.max_mutations < 0 or self.max_judgments < 0:
+            raise ValueError("budgets cannot be negative")
+        self.functional_predicates = tuple(self.functional_predicates)
+        self.stable_predicates = tuple(self.stable_predicates)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GardenConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class StoreRun:
+    """One tended store within a run."""
+
+    name: str
+    capabilities: str = ""
+    survey: dict[str, Any] = field(default_factory=dict)
+    stats_before: dict[str, int] = field(default_factory=dict)
+    stats_after: dict[str, int] = field(default_factory=dict)
+    first_run: bool = True
+    window_start: str | None = None  # ISO; None on a first run (the recent ~200 items instead)
+    window_end: str = ""
+    since_source: str = "first run"
+    start_phase: str = PHASES[0]
+    start_cursor: dict[str, Any] = field(default_factory=dict)
+    cursor: dict[str, Any] = field(default_factory=dict)  # the current phase's position
+    stop: dict[str, Any] | None = None  # {"phase", "cursor", "reason"} when the run stopped early
+    done: list[str] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)  # dedup pairs judged in this window
+    settled: dict[str, list[str]] = field(default_factory=dict)  # left alone on purpose, per phase
+    proposing_only: list[str] = field(default_factory=list)  # GD-S3: fixes switched to proposing
+    blocked: str | None = None  # why this store gets no mutation at all (failed backup)
+    backup: str | None = None
+    splits_done: int = 0
+    reconnects_done: int = 0
+
+    def resume_text(self) -> str:
+        if self.stop is None:
+            return "clean"
+        cursor = self.stop.get("cursor") or {}
+        after = cursor.get("after")
+        return f"{self.stop['phase']}" + (f" after {after}" if after else "")
+
+
+@dataclass
+class RunState:
+    """Everything a run has done so far; saved in ``runs.stats`` after every phase."""
+
+    run_id: str
+    mode: str
+    started_at: str
+    config: dict[str, Any]
+    budget: dict[str, int]
+    stores: dict[str, StoreRun] = field(default_factory=dict)
+    actions: dict[str, int] = field(default_factory=dict)
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    skipped: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    expected_audit: int = 0  # audit rows this run should have written (counted at each write)
+    changes: int = 0  # changes made to tended stores
+    proposals: int = 0  # new proposals queued
+    errors: list[str] = field(default_factory=list)
+    judge: dict[str, Any] = field(default_factory=dict)
+    phase_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    report_id: str | None = None
+    report_text: str | None = None
+    report_read_back: bool | None = None
+    outcome: dict[str, Any] | None = None
+    finished: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunState:
+        data = dict(data)
+        data["stores"] = {k: StoreRun(**v) for k, v in data.get("stores", {}).items()}
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def skip(self, phase: str, why: str) -> None:
+        entry = [PHASE_LABELS.get(phase, phase), why]
+        if entry not in self.skipped:
+            self.skipped.append(entry)
+
+    def count(self, action: str, n: int = 1) -> None:
+        self.actions[action] = self.actions.get(action, 0) + n

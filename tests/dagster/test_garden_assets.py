@@ -1,0 +1,111 @@
+"""The gardener assets: one per phase, the state passed through the store, the report last."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+import memvault
+from assets.gardener import (
+    garden_decay,
+    garden_dedup,
+    garden_invalidate,
+    garden_job,
+    garden_journal,
+    garden_nightly_schedule,
+    garden_reconnect,
+    garden_report,
+    garden_run_audited,
+    garden_split,
+    garden_survey,
+)
+from memvault.gardener.ledger import Ledger
+from memvault.gardener.report import parse_report
+from resources import JudgeResource
+from resources.gardener import GardenerResource
+from tests.garden_support import demo_file, drop_backup_schemas, seed
+
+ASSETS = [
+    garden_survey,
+    garden_dedup,
+    garden_decay,
+    garden_split,
+    garden_invalidate,
+    garden_reconnect,
+    garden_journal,
+    garden_report,
+]
+
+
+def _metadata(result: dg.ExecuteInProcessResult, key: str) -> dict:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == key:
+            return {k: v.value for k, v in mat.metadata.items()}
+    raise AssertionError(f"{key} was not materialized")
+
+
+@pytest.fixture
+def small_store(store_url: str, tmp_path: Path) -> str:
+    path, _ = demo_file(tmp_path, sessions=30, days=90)
+    with memvault.open(store_url) as store:
+        seed(store, path)
+    yield store_url
+    drop_backup_schemas(store_url)
+
+
+def test_the_ceremony_as_assets(small_store: str) -> None:
+    resources = {
+        "gardener": GardenerResource(store_url=small_store, embedder="hashing", max_mutations=40),
+        "llm": JudgeResource(),
+    }
+    result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
+    assert result.success
+    assert [e.passed for e in result.get_asset_check_evaluations()] == [True]
+    survey = _metadata(result, "garden_survey")
+    run_id = survey["garden_run_id"]
+    assert "kg_invalidate" in str(survey["capabilities"])
+    for key in ("garden_dedup", "garden_decay", "garden_split", "garden_journal"):
+        meta = _metadata(result, key)
+        assert meta["garden_run_id"] == run_id  # one garden run across the assets
+        assert meta["judge"] == "heuristic" and meta["llm_calls"] == 0
+        assert meta["mutations_used"] <= meta["mutations_max"] == 40
+    report_meta = _metadata(result, "garden_report")
+    assert report_meta["outcome"] == "succeeded", report_meta["outcome_summary"]
+    with memvault.open(small_store) as store:
+        run = store.run(run_id)
+        assert run is not None and run["status"] == "succeeded"
+        saved = store.get_row("artifacts", report_meta["report_id"])
+        assert saved is not None
+        report = parse_report(saved["content"])
+        assert report.mutations_used == _metadata(result, "garden_journal")["mutations_used"]
+        assert Ledger(store).audit_rows(run_id) > 0
+
+    again = dg.materialize(ASSETS, resources=resources)
+    assert _metadata(again, "garden_survey")["garden_run_id"] != run_id
+
+
+def test_a_phase_without_its_survey_fails_clearly(small_store: str) -> None:
+    resources = {"gardener": GardenerResource(store_url=small_store), "llm": JudgeResource()}
+    result = dg.materialize([garden_decay], resources=resources, raise_on_error=False)
+    assert not result.success
+
+
+def test_job_and_schedule_cover_the_group() -> None:
+    defs = dg.Definitions(
+        assets=ASSETS,
+        jobs=[garden_job],
+        schedules=[garden_nightly_schedule],
+        resources={"gardener": GardenerResource(), "llm": JudgeResource()},
+    )
+    job = defs.resolve_job_def("garden_job")
+    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {
+        a.key.to_user_string() for a in ASSETS
+    }
+    assert garden_nightly_schedule.cron_schedule == "45 3 * * *"
+    for asset in ASSETS:
+        spec = next(iter(asset.specs))
+        assert spec.group_name == "gardener"
+        assert asset.op.pool == "memvault_store"
