@@ -99,15 +99,12 @@ def run_invalidate(ctx: PhaseContext) -> None:
                 related=[new.id],
                 certain=False,
                 confidence=0.5,
-                reason=(
-                    f"{predicate} is not expected to change"
-                    if predicate in stable
-                    else "two different objects for the same time"
-                ),
+                reason=_why_uncertain(old, new, predicate in stable),
                 detail={"label": _label(old), "subject": old.subject, "predicate": old.predicate},
             )
             ctx.defer(
-                f"{old.id} ↔ {new.id} — {_label(old)} / {_label(new)}: same time, different object"
+                f"{old.id} ↔ {new.id} — {_label(old)} / {_label(new)}: "
+                + _why_uncertain(old, new, predicate in stable)
             )
             ctx.settle(f"{old.id}|{new.id}")
         after = key
@@ -182,3 +179,12 @@ def _execute_approved(ctx: PhaseContext) -> None:
         ctx.op(OpLine("EXECUTED", "INVALIDATE", old.id, new.id, _label(old)))
         ctx.run.count("invalidations")
         ctx.settle_proposal(proposal, "executed", f"invalidated by {ctx.run.run_id}")
+
+
+def _why_uncertain(old: Fact, new: Fact, stable: bool) -> str:
+    """Why a pair of facts is proposed rather than resolved: said in the report's words."""
+    if stable:
+        return f"{old.predicate} is not expected to change"
+    if old.valid_at is None and new.valid_at is None:
+        return "different objects and no times to order them"
+    return "two different objects for the same time"
