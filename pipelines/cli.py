@@ -305,7 +305,7 @@ def demo(
         f"{h['changed_preferences']} changed preferences"
     )
     for key, meta in summary["assets"].items():
-        shown = {k: v for k, v in meta.items() if not isinstance(v, dict | list)}
+        shown = {k: v for k, v in meta.items() if not isinstance(v, dict | list) and k != "report"}
         out.print(f"[bold]{key}[/]: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
     for name, passed in summary["checks"].items():
         out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")

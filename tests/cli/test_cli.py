@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from pipelines.definitions import defs
 from tests.helpers import FIXTURES
 
 SMALL = FIXTURES / "small_history.jsonl"
@@ -104,7 +105,9 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     assert summary["success"]
     assert summary["before"]["blocks"] == 0 and summary["after"]["blocks"] > 0
     assert summary["after"]["embeddings"] >= summary["after"]["blocks"]
-    assert set(summary["assets"]) == {"collected_sessions", "memory_embeddings"}
+    graph = defs.resolve_asset_graph()
+    assert set(summary["assets"]) == {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert summary["assets"]["dream_consolidate"]["applied"].get("supersede", 0) >= 1
     assert all(summary["checks"].values())
     assert (tmp_path / ".dagster" / "dagster.yaml").exists(), "runs land where `memvault ui` looks"
 
