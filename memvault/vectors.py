@@ -40,6 +40,27 @@ def stale_texts(store: Store, kind: str, model: str) -> pl.DataFrame:
     return store.fetch_df(sql, {"kind": kind, "model": model})
 
 
+def write_vectors(store: Store, embedder: Embedder, kind: str, batch: pl.DataFrame) -> None:
+    """Embed ``batch`` (columns id, text, text_hash) and store its vectors, in one transaction."""
+    vectors = np.ascontiguousarray(embedder.embed(batch["text"].to_list()), dtype=np.float32)
+    rows = pl.DataFrame(
+        {
+            "target_kind": [kind] * batch.height,
+            "target_id": batch["id"],
+            "model": [embedder.model_name] * batch.height,
+            "dim": [vectors.shape[1]] * batch.height,
+            "vector": [v.tobytes() for v in vectors],
+            "text_hash": batch["text_hash"],
+            "created_at": [utcnow()] * batch.height,
+        },
+        schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
+    )
+    with store.transaction():
+        store.backend.insert_df(
+            "embeddings", rows, key=("target_kind", "target_id", "model"), on_conflict="replace"
+        )
+
+
 def embed_missing(
     store: Store,
     embedder: Embedder,
@@ -57,28 +78,7 @@ def embed_missing(
         embedded[kind] = 0
         for start in range(0, frame.height, batch_size):
             batch = frame.slice(start, batch_size)
-            vectors = np.ascontiguousarray(
-                embedder.embed(batch["text"].to_list()), dtype=np.float32
-            )
-            rows = pl.DataFrame(
-                {
-                    "target_kind": [kind] * batch.height,
-                    "target_id": batch["id"],
-                    "model": [embedder.model_name] * batch.height,
-                    "dim": [vectors.shape[1]] * batch.height,
-                    "vector": [v.tobytes() for v in vectors],
-                    "text_hash": batch["text_hash"],
-                    "created_at": [utcnow()] * batch.height,
-                },
-                schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
-            )
-            with store.transaction():
-                store.backend.insert_df(
-                    "embeddings",
-                    rows,
-                    key=("target_kind", "target_id", "model"),
-                    on_conflict="replace",
-                )
+            write_vectors(store, embedder, kind, batch)
             embedded[kind] += batch.height
             done += batch.height
             if on_progress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +36,13 @@ def export_text(store: Store) -> str:
 def table_dump(store: Store, table: str) -> list[dict]:
     """Every row of a table, ordered by id: for exact before/after comparisons."""
     return store.read_table(table).to_dicts()
+
+
+def asset_metadata(result: Any, key: str) -> dict[str, Any]:
+    """The metadata (plain values) of asset ``key``'s materialization in a run result."""
+    from pipelines.runner import materializations
+
+    found = materializations(result)
+    if key not in found:
+        raise AssertionError(f"{key} was not materialized")
+    return found[key]

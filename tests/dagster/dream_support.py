@@ -39,14 +39,6 @@ def resources(url: str, **overrides: Any) -> dict[str, Any]:
     } | overrides
 
 
-def metadata(result: dg.ExecuteInProcessResult, key: str) -> dict[str, Any]:
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        if mat.asset_key.to_user_string() == key:
-            return {k: v.value for k, v in mat.metadata.items()}
-    raise AssertionError(f"{key} was not materialized")
-
-
 def run_dream(url: str, log_level: str = "WARNING", **overrides: Any) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [*DREAM_ASSETS, *DREAM_CHECKS],

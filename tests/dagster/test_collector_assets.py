@@ -11,7 +11,7 @@ import pytest
 import memvault
 from assets.collector import collected_sessions, memory_embeddings, references_resolve
 from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, asset_metadata
 
 ASSETS = [collected_sessions, memory_embeddings, references_resolve]
 
@@ -35,23 +35,15 @@ def _resources(url: str, inbox: Path, claude: Path | None) -> dict:
     }
 
 
-def _metadata(result: dg.ExecuteInProcessResult, key: str) -> dict:
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        if mat.asset_key.to_user_string() == key:
-            return {k: v.value for k, v in mat.metadata.items()}
-    raise AssertionError(f"{key} was not materialized")
-
-
 def test_collect_and_embed(store_url: str, inbox: Path) -> None:
     resources = _resources(store_url, inbox, FIXTURES / "claude_code")
     result = dg.materialize(ASSETS, resources=resources)
     assert result.success
-    collected = _metadata(result, "collected_sessions")
+    collected = asset_metadata(result, "collected_sessions")
     assert collected["files_ingested"] == 4 and collected["files_failed"] == 0
     assert collected["sessions_added"] == 4 == collected["sessions_total"]
     assert collected["judge"] == "heuristic" and collected["llm_calls"] == 0
-    embedded = _metadata(result, "memory_embeddings")
+    embedded = asset_metadata(result, "memory_embeddings")
     with memvault.open(store_url) as store:
         counts = store.counts()
     assert embedded["vectors_blocks"] == counts["blocks"] == 18
@@ -59,16 +51,16 @@ def test_collect_and_embed(store_url: str, inbox: Path) -> None:
     assert all(e.passed for e in result.get_asset_check_evaluations())
 
     again = dg.materialize(ASSETS, resources=resources)
-    assert _metadata(again, "collected_sessions")["files_unchanged"] == 4
-    assert _metadata(again, "collected_sessions")["records_added"] == 0
-    assert _metadata(again, "memory_embeddings")["embedded_blocks"] == 0
+    assert asset_metadata(again, "collected_sessions")["files_unchanged"] == 4
+    assert asset_metadata(again, "collected_sessions")["records_added"] == 0
+    assert asset_metadata(again, "memory_embeddings")["embedded_blocks"] == 0
 
 
 def test_a_bad_inbox_file_is_reported_and_the_rest_collected(tmp_path: Path, inbox: Path) -> None:
     (inbox / "broken.jsonl").write_text('{"type": "session", "id": "x"\n')
     url = f"duckdb://{tmp_path / 's.duckdb'}"
     result = dg.materialize(ASSETS, resources=_resources(url, inbox, None))
-    meta = _metadata(result, "collected_sessions")
+    meta = asset_metadata(result, "collected_sessions")
     assert meta["files_failed"] == 1 and meta["files_ingested"] == 1
 
 

@@ -26,6 +26,7 @@ from memvault.gardener.report import parse_report
 from resources import JudgeResource
 from resources.gardener import GardenerResource
 from tests.garden_support import demo_file, drop_backup_schemas, seed
+from tests.helpers import asset_metadata
 
 ASSETS = [
     garden_survey,
@@ -37,14 +38,6 @@ ASSETS = [
     garden_journal,
     garden_report,
 ]
-
-
-def _metadata(result: dg.ExecuteInProcessResult, key: str) -> dict:
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        if mat.asset_key.to_user_string() == key:
-            return {k: v.value for k, v in mat.metadata.items()}
-    raise AssertionError(f"{key} was not materialized")
 
 
 @pytest.fixture
@@ -64,15 +57,15 @@ def test_the_ceremony_as_assets(small_store: str) -> None:
     result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
     assert result.success
     assert [e.passed for e in result.get_asset_check_evaluations()] == [True]
-    survey = _metadata(result, "garden_survey")
+    survey = asset_metadata(result, "garden_survey")
     run_id = survey["garden_run_id"]
     assert "kg_invalidate" in str(survey["capabilities"])
     for key in ("garden_dedup", "garden_decay", "garden_split", "garden_journal"):
-        meta = _metadata(result, key)
+        meta = asset_metadata(result, key)
         assert meta["garden_run_id"] == run_id  # one garden run across the assets
         assert meta["judge"] == "heuristic" and meta["llm_calls"] == 0
         assert meta["mutations_used"] <= meta["mutations_max"] == 40
-    report_meta = _metadata(result, "garden_report")
+    report_meta = asset_metadata(result, "garden_report")
     assert report_meta["outcome"] == "succeeded", report_meta["outcome_summary"]
     with memvault.open(small_store) as store:
         run = store.run(run_id)
@@ -80,11 +73,11 @@ def test_the_ceremony_as_assets(small_store: str) -> None:
         saved = store.get_row("artifacts", report_meta["report_id"])
         assert saved is not None
         report = parse_report(saved["content"])
-        assert report.mutations_used == _metadata(result, "garden_journal")["mutations_used"]
+        assert report.mutations_used == asset_metadata(result, "garden_journal")["mutations_used"]
         assert Ledger(store).audit_rows(run_id) > 0
 
     again = dg.materialize(ASSETS, resources=resources)
-    assert _metadata(again, "garden_survey")["garden_run_id"] != run_id
+    assert asset_metadata(again, "garden_survey")["garden_run_id"] != run_id
 
 
 def test_a_phase_without_its_survey_fails_clearly(small_store: str) -> None:

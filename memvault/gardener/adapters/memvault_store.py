@@ -378,6 +378,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         """Vectors for memory items that have none of this model, or one of an older text
         (derived data, written like the collector's; transcript turns are not embedded here)."""
         from memvault.paths import sql_text
+        from memvault.vectors import write_vectors
 
         stale_sql = sql_text("queries/stale_embeddings.sql").format(table="blocks", column="text")
         kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
@@ -388,28 +389,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         )
         for start in range(0, todo.height, batch_size):
             batch = todo.slice(start, batch_size)
-            vectors = np.ascontiguousarray(
-                embedder.embed(batch["text"].to_list()), dtype=np.float32
-            )
-            rows = pl.DataFrame(
-                {
-                    "target_kind": ["block"] * batch.height,
-                    "target_id": batch["id"],
-                    "model": [embedder.model_name] * batch.height,
-                    "dim": [vectors.shape[1]] * batch.height,
-                    "vector": [v.tobytes() for v in vectors],
-                    "text_hash": batch["text_hash"],
-                    "created_at": [utcnow()] * batch.height,
-                },
-                schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
-            )
-            with self.store.transaction():
-                self.store.backend.insert_df(
-                    "embeddings",
-                    rows,
-                    key=("target_kind", "target_id", "model"),
-                    on_conflict="replace",
-                )
+            write_vectors(self.store, embedder, "block", batch)
         return todo.height
 
     def duplicate_candidates(
