@@ -11,10 +11,14 @@ class DreamConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     gate_hours: float = Field(
-        24.0, gt=0, description="Minimum hours since the last successful dream"
+        default=24.0, gt=0, description="Minimum hours since the last successful dream"
     )
-    gate_sessions: int = Field(5, ge=1, description="Minimum new sessions since the last dream")
+    gate_sessions: int = Field(
+        default=5, ge=1, description="Minimum new sessions since the last dream"
+    )
     orphan_grace_days: float = Field(
-        7.0, ge=0, description="An orphan entity younger than this is left alone (memories settle)"
+        default=7.0,
+        ge=0,
+        description="An orphan entity younger than this is left alone (memories settle)",
     )
-    max_insights: int = Field(5, ge=0, description="Insights written by one reflect stage")
+    max_insights: int = Field(default=5, ge=0, description="Insights written by one reflect stage")
