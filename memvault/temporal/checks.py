@@ -40,6 +40,10 @@ def data_loss_violations(store: Store) -> pl.DataFrame:
     Every ingested triple must still exist; a superseded one must have
     ``invalid_at``; a merged one must lead (through ``superseded_by``) to a
     surviving triple whose ``lineage`` holds its id and wording.
+
+    Only the lineage of survivors is read, and each survivor's lineage is
+    decoded once however many statements it absorbed (a hub survivor of
+    thousands of restatements would otherwise be decoded once per merged row).
     """
     missing = typed(store.fetch_df(_MISSING_SQL), {"triple_id": pl.Utf8()}).unique()
     problems = [
@@ -51,7 +55,8 @@ def data_loss_violations(store: Store) -> pl.DataFrame:
     ]
     rows = typed(
         store.fetch_df(
-            "SELECT id, status, invalid_at, superseded_by, object, lineage FROM triples"
+            "SELECT id, status, invalid_at, superseded_by, "
+            "CASE WHEN status = 'merged' THEN object END AS object FROM triples"
         ),
         {
             "id": pl.Utf8(),
@@ -59,7 +64,6 @@ def data_loss_violations(store: Store) -> pl.DataFrame:
             "invalid_at": pl.Datetime("us"),
             "superseded_by": pl.Utf8(),
             "object": pl.Utf8(),
-            "lineage": pl.Utf8(),
         },
     )
     if rows.height:
@@ -72,21 +76,17 @@ def data_loss_violations(store: Store) -> pl.DataFrame:
         )
         merged = rows.filter(pl.col("status") == "merged")
         if merged.height:
-            problems.append(_merge_problems(rows, merged))
+            problems.append(_merge_problems(store, rows, merged))
     return pl.concat(problems).sort("triple_id", "problem")
 
 
-def _merge_problems(rows: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
+def _merge_problems(store: Store, rows: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
     chains = follow_merges(rows.select("id", "status", "superseded_by"))
     found = (
         merged.select("id", "object")
         .join(chains, on="id")
         .join(
-            rows.select(
-                pl.col("id").alias("survivor"),
-                pl.col("status").alias("survivor_status"),
-                pl.col("lineage").alias("survivor_lineage"),
-            ),
+            rows.select(pl.col("id").alias("survivor"), pl.col("status").alias("survivor_status")),
             on="survivor",
             how="left",
         )
@@ -98,36 +98,53 @@ def _merge_problems(rows: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
         pl.lit("merged").alias("status"),
         pl.lit("merged, but its chain of survivors is broken or loops").alias("problem"),
     )
-    entries = (
-        found.filter(pl.col("survivor").is_not_null() & (pl.col("survivor_status") != "merged"))
-        .select(
-            "id",
-            "object",
-            "survivor",
-            pl.col("survivor_lineage").fill_null("[]").str.json_decode(_LINEAGE).alias("entry"),
-        )
-        .explode("entry")
-        .unnest("entry", separator=".")
+    reached = found.filter(
+        pl.col("survivor").is_not_null() & (pl.col("survivor_status") != "merged")
     )
-    kept = (
-        entries.filter(
-            (pl.col("entry.id") == pl.col("id")) & (pl.col("entry.object") == pl.col("object"))
-        )
-        .select("id")
-        .unique()
-    )
-    lost = (
-        found.filter(pl.col("survivor").is_not_null() & (pl.col("survivor_status") != "merged"))
-        .join(kept, on="id", how="anti")
-        .select(
-            pl.col("id").alias("triple_id"),
-            pl.lit("merged").alias("status"),
-            pl.format("merged into {}, whose lineage lacks its id and wording", "survivor").alias(
-                "problem"
-            ),
-        )
+    entries = _lineage_entries(store, reached["survivor"].unique())
+    kept = reached.join(
+        entries,
+        left_on=["survivor", "id", "object"],
+        right_on=["survivor", "entry_id", "entry_object"],
+        how="semi",
+    ).select("id")
+    lost = reached.join(kept, on="id", how="anti").select(
+        pl.col("id").alias("triple_id"),
+        pl.lit("merged").alias("status"),
+        pl.format("merged into {}, whose lineage lacks its id and wording", "survivor").alias(
+            "problem"
+        ),
     )
     return pl.concat([broken, lost])
+
+
+def _lineage_entries(store: Store, survivors: pl.Series) -> pl.DataFrame:
+    """(survivor, entry_id, entry_object) of every entry in the lineage of ``survivors``."""
+    schema = {"survivor": pl.Utf8(), "entry_id": pl.Utf8(), "entry_object": pl.Utf8()}
+    if survivors.is_empty():
+        return pl.DataFrame(schema=schema)
+    # An empty lineage holds nothing; reading only the others keeps the transfer small.
+    lineage = typed(
+        store.fetch_df(
+            "SELECT id, lineage FROM triples WHERE lineage IS NOT NULL AND lineage <> '[]'"
+        ),
+        {"id": pl.Utf8(), "lineage": pl.Utf8()},
+    ).join(survivors.to_frame("id"), on="id", how="semi")
+    if lineage.is_empty():
+        return pl.DataFrame(schema=schema)
+    return (
+        lineage.select(
+            pl.col("id").alias("survivor"),
+            pl.col("lineage").str.json_decode(_LINEAGE).alias("entry"),
+        )
+        .explode("entry")
+        .select(
+            "survivor",
+            pl.col("entry").struct.field("id").alias("entry_id"),
+            pl.col("entry").struct.field("object").alias("entry_object"),
+        )
+        .filter(pl.col("entry_id").is_not_null())
+    )
 
 
 _OVERLAP_SCHEMA = {
@@ -143,20 +160,28 @@ _OVERLAP_SCHEMA = {
 
 # Current (not merged, not retired) statements of the same functional predicate whose valid
 # times overlap, unless a judge accepted both (COEXIST). Undated statements start when learned.
+# The current functional statements are picked before the self-join: joining all triples of a
+# subject first pairs up every multi-valued fact too (tens of millions of rows at 200k triples).
 _OVERLAP_SQL = """
+WITH current_facts AS (
+    SELECT id, subject_id, predicate, object, object_id,
+           COALESCE(valid_at, created_at) AS starts,
+           COALESCE(invalid_at, TIMESTAMP '9999-12-31') AS ends
+    FROM triples
+    WHERE predicate = ANY(:predicates)
+      AND status NOT IN ('merged', 'invalidated', 'archived') AND expired_at IS NULL
+)
 SELECT a.subject_id, a.predicate, a.id AS triple_a, b.id AS triple_b,
        a.object AS object_a, b.object AS object_b, a.object_id AS object_id_a,
        b.object_id AS object_id_b
-FROM triples a
-JOIN triples b ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
-WHERE a.predicate = ANY(:predicates)
-  AND a.status NOT IN ('merged', 'invalidated', 'archived') AND a.expired_at IS NULL
-  AND b.status NOT IN ('merged', 'invalidated', 'archived') AND b.expired_at IS NULL
-  AND COALESCE(a.valid_at, a.created_at) < COALESCE(b.invalid_at, TIMESTAMP '9999-12-31')
-  AND COALESCE(b.valid_at, b.created_at) < COALESCE(a.invalid_at, TIMESTAMP '9999-12-31')
-  AND NOT EXISTS (
-      SELECT 1 FROM conflict_verdicts v
-      WHERE v.verdict = 'COEXIST' AND v.id IN (a.id || '|' || b.id, b.id || '|' || a.id))
+FROM current_facts a
+JOIN current_facts b
+  ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
+WHERE a.starts < b.ends AND b.starts < a.ends
+  AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
+                  WHERE v.verdict = 'COEXIST' AND v.id = a.id || '|' || b.id)
+  AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
+                  WHERE v.verdict = 'COEXIST' AND v.id = b.id || '|' || a.id)
 """
 
 

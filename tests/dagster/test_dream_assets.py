@@ -17,7 +17,8 @@ from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
 from memvault.temporal import asof
 from resources import DreamResource, JudgeResource, StoreResource
-from tests.dagster.dream_support import metadata, resume_job, run_dream, seed_demo_store
+from tests.dagster.dream_support import resume_job, run_dream, seed_demo_store
+from tests.helpers import asset_metadata as metadata
 from tests.helpers import export_text, table_dump
 
 
