@@ -47,6 +47,7 @@ def _stage_seconds(result: dg.ExecuteInProcessResult) -> dict[str, float]:
 
 
 @pytest.mark.perf
+@pytest.mark.timeout(7200)  # a full dream on a busy 2-core machine can take several minutes
 def test_dream_full_incremental_and_rerun(tmp_path: Path) -> None:
     url = f"duckdb://{tmp_path / 'dream.duckdb'}"
     build_scaled_store(url, sessions=SESSIONS, seed=SEED, holdout=HOLDOUT)
