@@ -11,7 +11,7 @@ import dagster as dg
 
 from memvault.paths import data_file
 from pipelines.definitions import all_assets, all_checks, build_resources
-from resources import StoreResource
+from resources import GardenerResource, StoreResource
 
 
 def dagster_home() -> Path:
@@ -31,8 +31,13 @@ def persistent_instance() -> dg.DagsterInstance:
 
 
 def resources_for(store_url: str, **overrides: Any) -> dict[str, Any]:
-    """The code location's resources, on the given store, with any of them replaced."""
-    return build_resources() | {"store": StoreResource(url=store_url)} | overrides
+    """The code location's resources, on the given store (the one the gardener tends too),
+    with any of them replaced."""
+    on_store = {
+        "store": StoreResource(url=store_url),
+        "gardener": GardenerResource(store_url=store_url),
+    }
+    return build_resources() | on_store | overrides
 
 
 def run_assets(

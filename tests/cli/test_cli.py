@@ -108,6 +108,9 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     graph = defs.resolve_asset_graph()
     assert set(summary["assets"]) == {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert summary["assets"]["dream_consolidate"]["applied"].get("supersede", 0) >= 1
+    # Every track works on the demo store: the gardener too, and nothing touches the default.
+    assert "demo.duckdb" in summary["assets"]["garden_report"]["resume_point"]
+    assert not (tmp_path / ".memvault" / "memvault.duckdb").exists()
     assert all(summary["checks"].values())
     assert (tmp_path / ".dagster" / "dagster.yaml").exists(), "runs land where `memvault ui` looks"
 
