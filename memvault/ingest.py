@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from memvault.errors import IngestError, LineProblem, MemvaultError
 from memvault.interchange import MAPPINGS, records_to_frame
 from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcnow
+from memvault.orphans import revive
 from memvault.records import RECORD_ADAPTER, RECORD_TYPES, BlockRecord, Record
 from memvault.skills import recompute_skills
 from memvault.store import Mutation, Store
@@ -51,6 +52,7 @@ class IngestReport:
     split_blocks: int = 0
     skills_updated: int = 0
     sessions_extended: int = 0
+    entities_revived: int = 0
     already_ingested: bool = False
 
     def as_dict(self) -> dict[str, Any]:
@@ -63,6 +65,7 @@ class IngestReport:
             "split_blocks": self.split_blocks,
             "skills_updated": self.skills_updated,
             "sessions_extended": self.sessions_extended,
+            "entities_revived": self.entities_revived,
             "already_ingested": self.already_ingested,
         }
 
@@ -336,6 +339,7 @@ def ingest_records(
     try:
         with store.mutation(report.run_id, "ingest") as m:
             skill_ids: list[str] = []
+            referred: set[str] = set()
             for type_name, frame in frames.items():
                 inserted = m.insert(
                     MAPPINGS[type_name].table, frame, action="ingest", reason=source
@@ -345,9 +349,15 @@ def ingest_records(
                 if type_name == "skill_use":
                     new_uses = frame.filter(pl.col("id").is_in(inserted))
                     skill_ids = sorted(set(new_uses["skill_id"]))
+                if type_name in ("mention", "triple") and inserted:
+                    new_rows = frame.filter(pl.col("id").is_in(inserted))
+                    for column in ("entity_id", "subject_id", "object_id"):
+                        if column in new_rows.columns:
+                            referred.update(new_rows[column].drop_nulls().to_list())
                 if type_name == "session" and report.existing["session"]:
                     report.sessions_extended = _extend_sessions(store, m, frame, inserted, source)
             report.skills_updated = recompute_skills(store, m, skill_ids, utcnow())
+            report.entities_revived = revive(store, m, sorted(referred))
             if source_hash:
                 store.backend.insert_df(
                     "ingested_sources",

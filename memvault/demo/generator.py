@@ -204,6 +204,8 @@ class GroundTruth:
     project_name: str
     project_status_timeline: list[Span]
     late_fact: LateFact
+    #: The move away, told only after the move back (its span lies between two home statements).
+    late_move: LateFact
     restated_fact: RestatedFact
     near_duplicate_groups: list[tuple[str, ...]]  # block ids, each group in session order
     bloated_blocks: list[str]  # all blocks over 750 characters
@@ -259,6 +261,25 @@ def generate(config: DemoConfig | None = None) -> tuple[Iterator[Record], Ground
     """Plan a history and return its record stream and its ground truth."""
     history = DemoHistory(config)
     return history.records(), history.truth
+
+
+def by_night(records: Iterable[Record]) -> Iterator[tuple[dt.date, list[Record]]]:
+    """The stream cut into nights: (day, records of the sessions that started that day).
+
+    The stream is in session order, each session followed by what it brought, so
+    ingesting the nights one by one replays the history as it arrived, day by day.
+    """
+    day: dt.date | None = None
+    batch: list[Record] = []
+    for record in records:
+        if isinstance(record, SessionRecord) and record.started_at.date() != day:
+            if batch and day is not None:
+                yield day, batch
+                batch = []
+            day = record.started_at.date()
+        batch.append(record)
+    if batch and day is not None:
+        yield day, batch
 
 
 def write_jsonl(records: Iterable[Record], path_or_file: str | os.PathLike[str] | IO[str]) -> int:
@@ -666,7 +687,9 @@ class _Plan:
             ("restated_employer", self.day(0.15)),
             ("project_active", self.day(0.22)),
             ("employer_2", self.day(0.30)),
-            ("move_away", self.day(0.45)),
+            # The move away is told late, after the move back was: a dream in between has
+            # merged the two statements of the home city, and the late one must split them.
+            ("move_away", self.day(0.92)),
             ("project_paused", self.day(0.52)),
             ("role_late", promoted + late_gap),
             ("employer_3", self.day(0.70)),
@@ -684,6 +707,8 @@ class _Plan:
             valid = _midnight(self.sessions[index].start)
             if key == "role_late":
                 valid = min(promoted, valid)
+            if key == "move_away":
+                valid = _midnight(self.sessions[self.session_at(self.day(0.45))].start)
             self.events[key] = (index, slot, valid)
         self.hired_at = self.start - dt.timedelta(days=730 + rng.randrange(300))
         self.moved_in_at = self.start - dt.timedelta(days=1460 + rng.randrange(700))
@@ -1010,6 +1035,13 @@ class _Plan:
             project_name=self.flagship.name,
             project_status_timeline=status_timeline,
             late_fact=late,
+            late_move=LateFact(
+                triple_id=self.event_triple_id("move_away"),
+                predicate="lives_in",
+                value=self.away.name,
+                valid_at=ev["move_away"][2],
+                created_at=self.event_time("move_away"),
+            ),
             restated_fact=restated,
             near_duplicate_groups=[tuple(g) for g in self.dup_groups],
             bloated_blocks=list(self.bloated),
@@ -1571,7 +1603,12 @@ class _Renderer:
             facts.append(("has_role", roles[1], None, valid))
         elif key in ("move_away", "move_back"):
             new, old = (plan.away, plan.home) if key == "move_away" else (plan.home, plan.away)
-            values.update(city=new.name, old_city=old.name, country=new.country or "")
+            values.update(
+                city=new.name,
+                old_city=old.name,
+                country=new.country or "",
+                valid_date=f"{valid:%d %B}",
+            )
             facts.append(("lives_in", new.name, new, valid))
             d.mention(old)
         d.values.update(values)

@@ -822,7 +822,7 @@ EVENT_TEMPLATES: dict[str, str] = {
     "project_active": "{flagship} is now active: the first users try it next month.",
     "employer_2": "{owner_first} left {old_employer} and started at {employer} this week.",
     "role_late": "Correction: {owner_first} was promoted to {role} back on {valid_date}; it never made it into memory.",
-    "move_away": "{owner_first} moved to {city} ({country}) this week; the flat in {old_city} is sublet.",
+    "move_away": "Looking back: {owner_first} lived in {city} ({country}) from {valid_date}, with the flat in {old_city} sublet; it never made it into memory.",
     "project_paused": "{flagship} is paused while {owner_first} settles in at {employer}.",
     "employer_3": "{owner_first} joined {employer} as a {role}; the last day at {old_employer} was Friday.",
     "project_shipped": "{flagship} shipped: version 1.0 is public and the launch post is out.",

@@ -1,9 +1,10 @@
-"""D5 Prune: archive orphan entities — never delete them.
+"""D5 Prune: archive orphan entities — never delete them — after reviving the ones referred to again.
 
-An orphan is an active entity nothing points at: no mention, no fact with
-it as subject or object, no connected edge. Young orphans are left alone for
-a grace period, because the facts about them may still be on their way.
-Archiving is audited and undoable like every mutation.
+An orphan is an active entity nothing points at (``memvault.orphans``).
+Young orphans are left alone for a grace period, because the facts about
+them may still be on their way. Archiving is audited and undoable like every
+mutation; an entity archived as an orphan comes back as soon as a later
+session mentions it or states a fact about it.
 """
 
 from __future__ import annotations
@@ -15,21 +16,9 @@ import polars as pl
 
 from memvault.dream.config import DreamConfig
 from memvault.normalize import utcnow
+from memvault.orphans import find_orphans as orphans_created_before
+from memvault.orphans import revivable, revive
 from memvault.store import Store
-
-ORPHANS_SQL = """
-SELECT e.id, e.name, e.entity_type
-FROM entities e
-WHERE e.status = 'active'
-  AND (e.created_at IS NULL OR e.created_at < :cutoff)
-  AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id)
-  AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.subject_id = e.id AND t.status <> 'merged')
-  AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.object_id = e.id AND t.status <> 'merged')
-  AND NOT EXISTS (
-      SELECT 1 FROM edges g
-      WHERE g.status = 'connected' AND (g.source_id = e.id OR g.target_id = e.id))
-ORDER BY e.id
-"""
 
 
 @dataclass
@@ -37,22 +26,27 @@ class PruneResult:
     orphans: pl.DataFrame
     archived: int
     edges_archived: int
+    revived: int = 0
 
 
 def find_orphans(store: Store, config: DreamConfig | None = None) -> pl.DataFrame:
     """Active entities nothing refers to, older than the grace period: columns id, name, entity_type."""
     config = config or DreamConfig()
-    cutoff = utcnow() - dt.timedelta(days=config.orphan_grace_days)
-    return store.fetch_df(ORPHANS_SQL, {"cutoff": cutoff})
+    return orphans_created_before(store, utcnow() - dt.timedelta(days=config.orphan_grace_days))
 
 
 def prune_orphans(
     store: Store, run_id: str, config: DreamConfig | None = None, *, dry_run: bool = False
 ) -> PruneResult:
-    """Archive the orphans (and their pending edges); a dry run only finds them."""
+    """Revive archived orphans referred to again, then archive the orphans (and their edges);
+    a dry run only finds them."""
+    if dry_run:
+        return PruneResult(find_orphans(store, config), 0, 0, revived=len(revivable(store)))
+    with store.mutation(run_id, "dream_prune") as m:
+        revived = revive(store, m)
     orphans = find_orphans(store, config)
-    if dry_run or orphans.is_empty():
-        return PruneResult(orphans, 0, 0)
+    if orphans.is_empty():
+        return PruneResult(orphans, 0, 0, revived)
     ids = orphans["id"].to_list()
     with store.mutation(run_id, "dream_prune") as m:
         archived = m.update_many(
@@ -79,4 +73,4 @@ def prune_orphans(
             if edge_ids
             else 0
         )
-    return PruneResult(orphans, archived, edges)
+    return PruneResult(orphans, archived, edges, revived)

@@ -263,6 +263,11 @@ def _stable_id(prefix: str, *parts: str) -> str:
     return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+def insight_id(insight: InsightItem) -> str:
+    """Keyed by the insight's text and the evidence (entities) it rests on, never by the run."""
+    return _stable_id("insight", insight.text.strip(), *sorted(set(insight.entities)))
+
+
 def reflect(
     store: Store,
     judge: Judge,
@@ -272,8 +277,12 @@ def reflect(
     max_insights: int = 5,
     dry_run: bool = False,
 ) -> ReflectResult:
-    """Ask the judge once; store its insights (as blocks) and gaps. Ids derive from the run, so a
-    resumed run does not write them twice."""
+    """Ask the judge once; store its insights (as blocks) and gaps.
+
+    An insight's id is derived from what it says and the entities it rests on, so an
+    unchanged insight is never written twice (a dream with nothing new writes nothing),
+    and a resumed run does not repeat what it wrote before the crash.
+    """
     reply = judge.ask(REFLECT, snapshot)
     result = ReflectResult(insights=reply.insights[:max_insights], gaps=reply.gaps)
     if dry_run:
@@ -282,7 +291,7 @@ def reflect(
     tags = json.dumps(["dream-insight", "statistical" if judge.kind == "heuristic" else "llm"])
     insights = pl.DataFrame(
         {
-            "id": [_stable_id("insight", run_id, i.text) for i in result.insights],
+            "id": [insight_id(i) for i in result.insights],
             "kind": ["insight"] * len(result.insights),
             "text": [i.text for i in result.insights],
             "importance": [round(0.3 + 0.4 * i.confidence, 3) for i in result.insights],
@@ -291,7 +300,7 @@ def reflect(
             "updated_at": [now] * len(result.insights),
         },
         schema_overrides={"created_at": pl.Datetime("us"), "updated_at": pl.Datetime("us")},
-    )
+    ).unique("id", keep="first", maintain_order=True)
     existing = dict(
         (row[0], (row[1], row[2]))
         for row in store.fetch(

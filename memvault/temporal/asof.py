@@ -28,7 +28,13 @@ from memvault.normalize import canonical_name, to_utc_naive, utcnow
 from memvault.store import Store
 from memvault.temporal.conflicts import ROW_SCHEMA, typed
 from memvault.temporal.grounding import Grounding
-from memvault.temporal.timeline import GROUP, follow_merges, functional_timeline, object_key
+from memvault.temporal.timeline import (
+    GROUP,
+    follow_merges,
+    functional_timeline,
+    object_key,
+    restatement_merges,
+)
 
 
 class SubjectNotFoundError(MemvaultError):
@@ -144,10 +150,11 @@ def asof(
     rows = typed(store.fetch_df(sql, params), {**ROW_SCHEMA, "note": pl.Utf8()})
     if rows.is_empty():
         return []
-    believed = _believed(rows, known)
+    rows = rows.with_columns(object_key())
+    functional = [p for p in rows["predicate"].unique().to_list() if grounding.is_functional(p)]
+    believed = _believed(rows, known, restatement_merges(rows, functional)["id"].to_list())
     if believed.is_empty():
         return []
-    functional = [p for p in believed["predicate"].unique().to_list() if grounding.is_functional(p)]
     held = _holding(believed, functional, when)
     return [
         FactAt(subject=subject_name, **row)
@@ -157,11 +164,17 @@ def asof(
     ]
 
 
-def _believed(rows: pl.DataFrame, known: dt.datetime | None) -> pl.DataFrame:
-    """Non-merged statements as the store held them at ``known`` (None: now), with merged ids."""
+def _believed(rows: pl.DataFrame, known: dt.datetime | None, restated: list[str]) -> pl.DataFrame:
+    """Statements as the store held them at ``known`` (None: now), with merged ids.
+
+    Merged statements are represented by their survivor, except ``restated`` ones (merged
+    restatements of a functional predicate), which keep their own place on the timeline.
+    """
+    is_restated = pl.col("id").is_in(restated)
     survivors = follow_merges(rows.select("id", "status", "superseded_by"))
     members = (
-        rows.select("id", "created_at")
+        rows.filter(~is_restated)
+        .select("id", "created_at")
         .join(survivors, on="id")
         .filter(pl.col("survivor").is_not_null())
         .group_by("survivor")
@@ -170,14 +183,14 @@ def _believed(rows: pl.DataFrame, known: dt.datetime | None) -> pl.DataFrame:
             pl.col("id").filter(pl.col("id") != pl.col("survivor")).sort().alias("merged_ids"),
         )
     )
-    live = rows.filter(pl.col("status") != "merged").join(
+    live = rows.filter((pl.col("status") != "merged") | is_restated).join(
         members, left_on="id", right_on="survivor", how="left"
     )
     live = live.with_columns(
         pl.col("known_since").fill_null(pl.col("created_at")),
         pl.col("merged_ids").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))),
     )
-    timeline_status = pl.col("status").is_in(["active", "superseded"])
+    timeline_status = pl.col("status").is_in(["active", "superseded"]) | is_restated
     if known is None:
         return live.filter(timeline_status).with_columns(pl.col("invalid_at").alias("held_until"))
     retired_later = pl.col("expired_at").is_not_null() & (pl.col("expired_at") > known)

@@ -162,6 +162,32 @@ class _Batch:
         self.label(survivor["id"], "absorb", reason, weak=True)
         self.counts["merge"] += 1
 
+    def unmerge(self, action: ConflictAction) -> None:
+        """Split a restatement off its survivor: it holds again on its own, and the survivor's
+        lineage no longer carries it."""
+        row, survivor = self.rows.get(action.target_id), self.rows.get(action.other_id or "")
+        if row is None:
+            self.counts["missing"] += 1
+            return
+        if row["status"] != "merged":
+            self.counts["already_applied"] += 1
+            return
+        if survivor is None:
+            self.counts["stale"] += 1
+            return
+        kept = [e for e in parse_lineage(survivor["lineage"]) if e.get("id") != row["id"]]
+        survivor["lineage"] = canonical_lineage(kept)
+        row.update(
+            status="active",
+            superseded_by=None,
+            expired_at=None,
+            note=f"split off {survivor['id']}: {action.reason}",
+        )
+        reason = action.audit_reason()
+        self.label(row["id"], "unmerge", reason)
+        self.label(survivor["id"], "release", reason, weak=True)
+        self.counts["unmerge"] += 1
+
     def supersede(self, action: ConflictAction) -> None:
         old = self.rows.get(action.target_id)
         if old is None or action.other_id not in self.rows:
@@ -228,6 +254,8 @@ def _apply_batch(
     for action in batch:
         if action.kind == "merge":
             state.merge(action)
+        elif action.kind == "unmerge":
+            state.unmerge(action)
         elif action.kind == "supersede":
             state.supersede(action)
         elif action.kind == "reopen":

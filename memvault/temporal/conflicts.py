@@ -52,12 +52,13 @@ from memvault.temporal.timeline import (
     normalized_text,
     object_key,
     pair_id,
+    restatement_merges,
 )
 
 if TYPE_CHECKING:
     from memvault.judge.base import Judge
 
-ActionKind = Literal["merge", "supersede", "reopen", "coexist", "review"]
+ActionKind = Literal["merge", "unmerge", "supersede", "reopen", "coexist", "review"]
 
 #: Short reasons of the rules, written to the audit log (the triple's note says the details).
 RULES: dict[str, str] = {
@@ -65,6 +66,8 @@ RULES: dict[str, str] = {
     "timeline": "rule T6: a functional, volatile predicate holds one object at a time; "
     "the later valid_at wins",
     "reopen": "rule T6: the statement that superseded this one is gone, so it holds again",
+    "split_run": "rule T6: a statement of another object now lies between this restatement and "
+    "the statement it was merged into, so it starts a span of its own again",
     "preference_chain": "rule T4: a newer version of the preference (attitudes chain) "
     "retires the older one, dated",
 }
@@ -111,12 +114,13 @@ class ConflictAction(BaseModel):
 
     kind: ActionKind
     target_id: str = Field(
-        description="merge: the merged triple; supersede/reopen: the retired "
+        description="merge/unmerge: the merged triple; supersede/reopen: the retired "
         "or reopened one; coexist/review: the first of the pair"
     )
     other_id: str | None = Field(
         default=None,
-        description="merge: the survivor; supersede: the newer triple; else the pair's other",
+        description="merge: the survivor; unmerge: the survivor it leaves; supersede: the "
+        "newer triple; else the pair's other",
     )
     subject_id: str
     predicate: str
@@ -142,6 +146,7 @@ class ConflictAction(BaseModel):
         since = f" from {self.invalid_at:%Y-%m-%d}" if self.invalid_at else ""
         what = {
             "merge": f"merge {self.target_id} into {self.other_id}",
+            "unmerge": f"split {self.target_id} off {self.other_id}",
             "supersede": f"supersede {self.target_id} by {self.other_id}{since}",
             "reopen": f"reopen {self.target_id}",
             "coexist": f"keep both {self.target_id} and {self.other_id}",
@@ -207,6 +212,8 @@ JOIN (SELECT subject_id, predicate FROM triples WHERE status IN ('active', 'supe
       GROUP BY subject_id, predicate HAVING count(*) > 1) g
   ON g.subject_id = t.subject_id AND g.predicate = t.predicate
 WHERE t.status IN ('active', 'superseded')
+   OR (t.status = 'merged' AND t.valid_at IS NOT NULL
+       AND t.predicate = ANY(CAST(:functional AS TEXT[])))
 """
 
 ROW_SCHEMA: dict[str, pl.DataType] = {
@@ -235,11 +242,21 @@ def typed(df: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
 
 
 def candidate_rows(store: Store, grounding: Grounding) -> pl.DataFrame:
-    """Non-merged triples in (subject, predicate) groups of two or more, with their flags."""
-    rows = typed(store.fetch_df(_CANDIDATES_SQL), ROW_SCHEMA)
+    """Triples in (subject, predicate) groups of two or more live statements, with their flags.
+
+    Merged restatements of functional predicates come along (column ``restated``): they
+    keep their place on the timeline, so a late statement that lands between one and its
+    survivor splits that run again (:func:`memvault.temporal.timeline.restatement_merges`).
+    """
     flags = grounding.frame().select("predicate", "functional", "volatile", "preference")
+    functional = flags.filter(pl.col("functional"))["predicate"].to_list()
+    rows = typed(store.fetch_df(_CANDIDATES_SQL, {"functional": functional}), ROW_SCHEMA)
+    rows = rows.with_columns(object_key())
+    restated = restatement_merges(rows, functional)
     return (
-        rows.with_columns(object_key())
+        rows.join(restated, on="id", how="left")
+        .filter((pl.col("status") != "merged") | pl.col("survivor").is_not_null())
+        .with_columns(pl.col("survivor").is_not_null().alias("restated"))
         .join(flags, on="predicate", how="left")
         .with_columns(pl.col("functional", "volatile", "preference").fill_null(False))
         .sort("id")
@@ -934,6 +951,30 @@ def plan_conflicts(
     return finish([*judged, *rule_actions], pending)
 
 
+def _still_in_run(
+    restated: pl.DataFrame, continuation: pl.DataFrame, merges: pl.DataFrame
+) -> set[str]:
+    """Merged restatements whose chain of merges, once the planned merges are made, ends where
+    the timeline says their run starts."""
+    if restated.is_empty():
+        return set()
+    planned = dict(zip(merges["id"].to_list(), merges["into"].to_list(), strict=True))
+    run_start = dict(zip(continuation["id"].to_list(), continuation["into"].to_list(), strict=True))
+
+    def final(row_id: str) -> str:
+        seen: set[str] = set()
+        while row_id in planned and row_id not in seen:
+            seen.add(row_id)
+            row_id = planned[row_id]
+        return row_id
+
+    return {
+        row_id
+        for row_id, survivor in restated.select("id", "survivor").iter_rows()
+        if row_id in run_start and final(survivor) == final(run_start[row_id])
+    }
+
+
 def _rule_actions(
     rows: pl.DataFrame,
     timeline: pl.DataFrame,
@@ -948,13 +989,35 @@ def _rule_actions(
     continuation = timeline.filter(pl.col("id") != pl.col("span_start_id")).select(
         "id", pl.col("span_start_id").alias("into")
     )
+    # A merged restatement whose chain of merges still ends in the run it belongs to stays as
+    # it is; one that now starts a run of its own (or belongs to another run) is split off.
+    restated = rows.filter(pl.col("restated")).select(
+        "id", "survivor", "object", "valid_at", *GROUP
+    )
     merges = _resolve_into(pl.concat([continuation, undated_merges, multi_merges]), judged_into)
     merges = merges.filter(
         ~pl.col("id").is_in(protected_list)
         & ~pl.col("into").is_in(protected_list)
         & (pl.col("id") != pl.col("into"))
     )
-    losers = set(merges["id"].to_list())
+    kept = _still_in_run(restated, continuation, merges)
+    split_off = restated.filter(~pl.col("id").is_in(sorted(kept))).sort("id")
+    merges = merges.filter(~pl.col("id").is_in(sorted(kept)))
+    losers = set(merges["id"].to_list()) | kept
+    actions = [
+        ConflictAction(
+            kind="unmerge",
+            target_id=r["id"],
+            other_id=r["survivor"],
+            subject_id=r["subject_id"],
+            predicate=r["predicate"],
+            rule="split_run",
+            decided_by="rule",
+            reason=f"'{r['object']}' of {r['valid_at']:%Y-%m-%d} no longer restates "
+            f"{r['survivor']}: another object was stated in between",
+        )
+        for r in split_off.iter_rows(named=True)
+    ]
     info = rows.select(
         "id", *GROUP, "object", "valid_at", "created_at", "status", "invalid_at", "superseded_by"
     )
@@ -966,7 +1029,7 @@ def _rule_actions(
         )
         .sort("into", "valid_at", "created_at", "id", nulls_last=True)
     )
-    actions = [
+    actions += [
         ConflictAction(
             kind="merge",
             target_id=r["id"],

@@ -185,3 +185,31 @@ def follow_merges(rows: pl.DataFrame, max_hops: int = 64) -> pl.DataFrame:
     return last.select(
         "id", pl.when(looping).then(None).otherwise(pl.col("survivor")).alias("survivor"), "hops"
     )
+
+
+def restatement_merges(rows: pl.DataFrame, functional: list[str]) -> pl.DataFrame:
+    """Merged, dated statements of functional predicates that restate their survivor's object.
+
+    Such a statement keeps its place on the timeline: merging it was right only
+    while nothing of another object was known between it and its survivor, so
+    conflict resolution and point-in-time answers keep reading it as the
+    statement it is (a late statement landing in between splits the run again).
+    ``rows`` needs ``id, status, superseded_by, predicate, objkey, valid_at``;
+    returns ``id, survivor`` (where its chain of merges ends now).
+    """
+    merged = rows.filter(
+        (pl.col("status") == "merged")
+        & pl.col("predicate").is_in(functional)
+        & pl.col("valid_at").is_not_null()
+    )
+    if merged.is_empty():
+        return pl.DataFrame(schema={"id": pl.Utf8, "survivor": pl.Utf8})
+    survivors = follow_merges(rows.select("id", "status", "superseded_by"))
+    keys = rows.select(pl.col("id").alias("survivor"), pl.col("objkey").alias("survivor_key"))
+    return (
+        merged.select("id", "objkey")
+        .join(survivors.select("id", "survivor"), on="id")
+        .join(keys, on="survivor")
+        .filter(pl.col("objkey") == pl.col("survivor_key"))
+        .select("id", "survivor")
+    )

@@ -441,3 +441,12 @@ def test_scale_grows_proportionally() -> None:
     assert counts["recall"] >= sessions
     assert len(history.truth.near_duplicate_groups) >= sessions * 0.04
     assert len(history.truth.recall_gaps) >= sessions // 70
+
+
+def test_the_move_away_is_told_only_after_the_move_back(default) -> None:
+    records, truth = default
+    triples = {t.id: t for t in _by_type(records)["triple"]}
+    late = triples[truth.late_move.triple_id]
+    back = triples[truth.city_timeline[2].triple_ids[0]]
+    assert late.object == truth.city_timeline[1].value == truth.late_move.value
+    assert late.valid_at < back.valid_at < back.created_at < late.created_at
