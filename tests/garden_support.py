@@ -59,7 +59,7 @@ def until_clean(store: Store, limit: int = 40, **kwargs: Any) -> list[GardenResu
         result = garden(store, **kwargs)
         results.append(result)
         assert result.succeeded, result.outcome.summary + "\n" + result.report
-        if all(s.stop is None for s in result.state.stores.values()):
+        if all(s.resume_text() == "clean" for s in result.state.stores.values()):
             return results
     raise AssertionError(f"not clean after {limit} runs:\n{results[-1].report}")
 

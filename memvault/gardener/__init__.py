@@ -1,4 +1,4 @@
-"""The memory gardener (SPEC §12): a storage-agnostic, budgeted, idempotent nightly ceremony.
+"""The memory gardener (design.md): a storage-agnostic, budgeted, idempotent nightly ceremony.
 
 It surveys what a store can do (:mod:`memvault.gardener.capabilities`), tends it
 through an adapter (:mod:`memvault.gardener.adapter`) within a budget, proposes

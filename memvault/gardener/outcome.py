@@ -42,7 +42,14 @@ class Outcome:
         }
 
     def line(self) -> str:
-        return PREFIX + json.dumps(self.as_dict(), ensure_ascii=False, separators=(",", ":"))
+        return outcome_line(self.as_dict())
+
+
+def outcome_line(outcome: dict[str, Any]) -> str:
+    """The one ``SUBSTRATE_OUTCOME_V1=`` line of an outcome object (as ``Outcome.as_dict``)."""
+    order = ("version", "outcome", "summary", "evidence")
+    ordered = {k: outcome[k] for k in order if k in outcome} | outcome
+    return PREFIX + json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
 
 
 def parse_outcome_line(text: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""GD7: the gardening report, rendered in exactly the SPEC's format, and parsed back.
+"""GD7: the gardening report, rendered in exactly its fixed format, and parsed back.
 
 ::
 

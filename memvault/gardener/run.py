@@ -33,6 +33,10 @@ from memvault.normalize import utcnow
 REPORT_KIND = "garden-report"
 
 
+class PhaseFailed(RuntimeError):
+    """A phase raised on at least one store; its state and resume point are saved."""
+
+
 @dataclass
 class GardenResult:
     run_id: str
@@ -137,7 +141,8 @@ class Gardener:
 
     def _carry(self, srun: StoreRun) -> dict[str, object]:
         """What the next run of this store starts from."""
-        if srun.stop is None:  # the window is closed: the next one starts where this one ended
+        resume = srun.resume
+        if resume is None:  # the window is closed: the next one starts where this one ended
             return {
                 "resume": "clean",
                 "window_start": srun.window_end,
@@ -145,7 +150,7 @@ class Gardener:
                 "proposing_only": srun.proposing_only,
             }
         return {
-            "resume": srun.stop,
+            "resume": resume,
             "window_start": srun.window_start,
             "window_end": srun.window_end,
             "first_run": srun.first_run,
@@ -203,7 +208,9 @@ class Gardener:
         if not self.config.backup or not (autonomous or previous is None):
             return
         if not self.surveys[store.name].has(Capability.BACKUP):
-            self.state.skip("survey", "GD-S4 snapshot: no backup capability in " + store.name)
+            self.state.skip(
+                "survey", "snapshot before the run: no backup capability in " + store.name
+            )
             return
         try:
             ref = store.backup(f"garden-{self.state.run_id}")
@@ -216,11 +223,18 @@ class Gardener:
 
     # -- GD1–GD6 --------------------------------------------------------------------------
 
-    def run_phase(self, phase: str) -> None:
-        """Run one phase on every store that has not stopped; saves the state afterwards."""
+    def run_phase(self, phase: str, *, raise_on_error: bool = False) -> None:
+        """Run one phase on every store that has not stopped; saves the state afterwards.
+
+        A store whose phase raises gets its resume point (the phase and its cursor) and the
+        error recorded; with ``raise_on_error`` the phase then fails (:class:`PhaseFailed`,
+        after every store had its turn and the state was saved), so an orchestrator can
+        retry it or re-execute from it; otherwise the run goes on and reports ``failed``.
+        """
         if phase not in PHASE_FUNCTIONS:
             raise ValueError(f"unknown phase {phase!r}: one of {', '.join(PHASES)}")
         now = dt.datetime.fromisoformat(self.state.started_at)
+        failures: list[str] = []
         for store in self.stores:
             srun = self.state.stores[store.name]
             stop = srun.stop or {}
@@ -236,6 +250,12 @@ class Gardener:
                 self.state.errors = [e for e in self.state.errors if not e.startswith(prefix)]
             if phase in srun.done or srun.stop is not None:
                 continue
+            owner_note = getattr(store, "delegated", {}).get(phase)
+            if owner_note:  # a rule another track owns on this store: say so, leave it
+                self.state.skip(phase, f"{owner_note} ({store.name})")
+                if phase in getattr(store, "delegated_whole", ()):
+                    srun.done.append(phase)
+                    continue
             step = PHASE_FUNCTIONS[phase]
             if PHASES.index(phase) < PHASES.index(srun.start_phase):
                 # Done by the run this one resumes; approved proposals still go first.
@@ -273,9 +293,10 @@ class Gardener:
                 }
             except Exception as exc:
                 srun.stop = {"phase": phase, "cursor": dict(srun.cursor), "reason": f"error: {exc}"}
-                self.state.errors.append(
+                failures.append(
                     f"{PHASE_LABELS[phase]} on {store.name}: {type(exc).__name__}: {exc}"
                 )
+                self.state.errors.append(failures[-1])
                 self.state.notes.append(traceback.format_exc(limit=5))
             else:
                 srun.done.append(phase)
@@ -289,6 +310,8 @@ class Gardener:
                 if phase == "dedup" and srun.stop is None:
                     srun.judged = []  # the window's pairs are all judged
                 self.save()
+        if failures and raise_on_error:
+            raise PhaseFailed("; ".join(failures))
 
     def _count_judge(self, before: dict[str, int]) -> None:
         after = self.judge.stats.as_dict()

@@ -24,37 +24,22 @@ PHASE_LABELS: dict[str, str] = {
     "report": "GD7 report",
 }
 
-#: Predicates with one value at a time that is expected to change (a newer object supersedes
-#: an older one by rule, GD4), when the grounding definitions cannot be read.
-FALLBACK_FUNCTIONAL: tuple[str, ...] = (
-    "works_at",
-    "lives_in",
-    "has_role",
-    "project_status",
-    "employer",
-    "job_title",
-    "home_city",
-    "current_city",
-)
-
 
 def grounded_predicates() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(functional and volatile, functional and stable) predicates of the grounding
-    definitions (``memvault.temporal``, SPEC L2/T6); the fallback list when unreadable."""
-    try:
-        from memvault.temporal.grounding import Grounding
+    """(functional and volatile, functional and stable) predicates of the grounding definitions
+    (``memvault/temporal/predicates.yaml``), the same ones the dream's conflict resolution reads.
+    """
+    from memvault.temporal.grounding import Grounding
 
-        defs = Grounding.load().predicates.values()
-    except Exception:
-        return FALLBACK_FUNCTIONAL, ()
+    defs = Grounding.load().predicates.values()
     volatile = tuple(sorted(p.name for p in defs if p.is_functional and p.is_volatile))
     stable = tuple(sorted(p.name for p in defs if p.is_functional and not p.is_volatile))
-    return volatile or FALLBACK_FUNCTIONAL, stable
+    return volatile, stable
 
 
 @dataclass
 class GardenConfig:
-    """Thresholds of the ceremony (the defaults are the SPEC's)."""
+    """Thresholds of the ceremony (the defaults are those of docs/design.md)."""
 
     mode: Mode = "tend-and-propose"
     max_mutations: int = DEFAULT_MAX_MUTATIONS
@@ -112,6 +97,9 @@ class StoreRun:
     start_cursor: dict[str, Any] = field(default_factory=dict)
     cursor: dict[str, Any] = field(default_factory=dict)  # the current phase's position
     stop: dict[str, Any] | None = None  # {"phase", "cursor", "reason"} when the run stopped early
+    #: A phase that reached its per-run cap with work left ({"phase", "cursor", "reason"}); the
+    #: later phases still ran, and the next run resumes there.
+    pending: dict[str, Any] | None = None
     done: list[str] = field(default_factory=list)
     judged: list[str] = field(default_factory=list)  # dedup pairs judged in this window
     settled: dict[str, list[str]] = field(default_factory=dict)  # left alone on purpose, per phase
@@ -121,12 +109,19 @@ class StoreRun:
     splits_done: int = 0
     reconnects_done: int = 0
 
+    @property
+    def resume(self) -> dict[str, Any] | None:
+        """Where the next run starts: where this one stopped, else a capped phase, else None."""
+        return self.stop or self.pending
+
     def resume_text(self) -> str:
-        if self.stop is None:
+        resume = self.resume
+        if resume is None:
             return "clean"
-        cursor = self.stop.get("cursor") or {}
+        cursor = resume.get("cursor") or {}
         after = cursor.get("after")
-        return f"{self.stop['phase']}" + (f" after {after}" if after else "")
+        text = f"{resume['phase']}" + (f" after {after}" if after else "")
+        return text if self.stop else f"{text} ({resume['reason']})"
 
 
 @dataclass

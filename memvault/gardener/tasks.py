@@ -127,7 +127,7 @@ def _pair_verdict(a: str, b: str) -> tuple[str, float, float, str]:
 def _validate_heuristic(request: DedupValidateRequest) -> DedupValidateReply:
     verdict, shared, confidence, reason = _pair_verdict(request.new.text, request.existing.text)
     return DedupValidateReply(
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         shared_core=round(shared, 3),
         confidence=confidence,
         reason=reason,

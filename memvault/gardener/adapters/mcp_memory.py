@@ -688,7 +688,8 @@ class McpMemoryStore(UnsupportedMixin):
         graph = self.graph()
         created = utcnow()
         store_key = hashlib.sha1(self.name.encode("utf-8")).hexdigest()[:8]
-        path = self.backup_dir / f"{_slug(label)}-{store_key}-{created:%Y%m%dT%H%M%S%f}.jsonl"
+        # Time first: the snapshots of a store sort in the order they were taken.
+        path = self.backup_dir / f"{created:%Y%m%dT%H%M%S%f}-{_slug(label)}-{store_key}.jsonl"
         try:
             self.backup_dir.mkdir(parents=True, exist_ok=True)
             path.write_text(graph.jsonl(), encoding="utf-8")

@@ -91,7 +91,23 @@ def _redacted(url: str) -> str:
 
 
 class MemvaultGardenStore(UnsupportedMixin):
-    """The :class:`~memvault.gardener.adapter.GardenStore` over a memvault ``Store``."""
+    """The :class:`~memvault.gardener.adapter.GardenStore` over a memvault ``Store``.
+
+    On memvault's own store some rules belong to the dream, which runs on the same store:
+    stale facts (temporal conflict resolution, with the grounding definitions, the verdict
+    cache and the audited apply path) and orphan entities (archived, revived when referred
+    to again). The gardener leaves those to it and says so in its report (``delegated``).
+    """
+
+    #: Phase → the rule the dream owns here, as the report's "Skipped:" line says it.
+    delegated: Mapping[str, str] = {
+        "invalidate": "stale facts on this store are resolved by the dream's temporal conflict "
+        "resolution (`memvault dream`), which owns that rule",
+        "reconnect": "orphan entities on this store are archived and revived by the dream; "
+        "only memory items are reconnected here",
+    }
+    #: Of those, the phases left out entirely.
+    delegated_whole: frozenset[str] = frozenset({"invalidate"})
 
     def __init__(
         self,
@@ -535,8 +551,8 @@ class MemvaultGardenStore(UnsupportedMixin):
     # -- structure ------------------------------------------------------------------------
 
     def orphans(self, limit: int = 10) -> list[OrphanNode]:
-        """Worst first: children of merged-away items, dangling parents, unlinked entities,
-        memories without a session."""
+        """Worst first: children of merged-away items, dangling parents, memories without a
+        session. (Orphan entities are the dream's: it archives them and revives them.)"""
         self.require(Capability.STRUCTURE)
         kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
         found: list[OrphanNode] = []
@@ -552,13 +568,6 @@ class MemvaultGardenStore(UnsupportedMixin):
                 "WHERE b.status = 'active' AND b.parent_id IS NOT NULL AND p.id IS NULL",
             ),
             (
-                "entity without links",
-                "SELECT e.id, e.name FROM entities e WHERE e.status = 'active' "
-                "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) "
-                "AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.subject_id = e.id OR t.object_id = e.id) "
-                "AND NOT EXISTS (SELECT 1 FROM edges g WHERE g.source_id = e.id OR g.target_id = e.id)",
-            ),
-            (
                 "no session",
                 "SELECT b.id, b.text FROM blocks b LEFT JOIN sessions s ON s.id = b.session_id "
                 f"WHERE b.status = 'active' AND b.kind NOT IN ({kinds}) AND s.id IS NULL",
@@ -568,8 +577,7 @@ class MemvaultGardenStore(UnsupportedMixin):
             if len(found) >= limit:
                 break
             rows = self.store.fetch(f"{sql} ORDER BY 1 LIMIT {int(limit - len(found))}")
-            kind = "entity" if problem.startswith("entity") else "item"
-            found.extend(OrphanNode(r[0], str(r[1])[:80], kind, problem) for r in rows)
+            found.extend(OrphanNode(r[0], str(r[1])[:80], "item", problem) for r in rows)
         return found
 
     def link_candidates(self, node: OrphanNode) -> list[LinkCandidate]:
@@ -595,18 +603,6 @@ class MemvaultGardenStore(UnsupportedMixin):
             if not alive:
                 return []
             return [LinkCandidate(target, "parent", f"{parent_id} was merged into {target}")]
-        if node.problem == "entity without links":
-            row = self.store.fetch("SELECT name FROM entities WHERE id = :id", {"id": node.id})
-            name = (row[0][0] if row else "").strip()
-            if len(name) < 3:
-                return []
-            kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-            hits = self.store.fetch(
-                "SELECT id FROM blocks WHERE status = 'active' AND lower(text) LIKE :n "
-                f"AND kind NOT IN ({kinds}) ORDER BY id LIMIT 3",
-                {"n": f"%{name.lower()}%"},
-            )
-            return [LinkCandidate(h[0], "mention", f"the item names {name!r}") for h in hits]
         if node.problem == "no session":
             row = self.store.fetch(
                 "SELECT p.session_id FROM blocks b JOIN blocks p ON p.id = b.parent_id "
@@ -622,25 +618,6 @@ class MemvaultGardenStore(UnsupportedMixin):
             return self._update(ctx, node.id, {"parent_id": link.target_id}, "reconnect")
         if link.relation == "session":
             return self._update(ctx, node.id, {"session_id": link.target_id}, "reconnect")
-        if link.relation == "mention":
-            block = self.store.get_row("blocks", link.target_id)
-            if block is None:
-                raise StoreError(f"no memory item {link.target_id}")
-            row = {
-                "id": f"men_garden_{_short_hash(node.id, link.target_id)}",
-                "entity_id": node.id,
-                "block_id": link.target_id,
-                "session_id": block["session_id"],
-                "mentioned_at": block["created_at"],
-            }
-            with self.store.mutation(ctx.run_id, ctx.phase) as m:
-                m.insert(
-                    "mentions",
-                    pl.DataFrame([row]),
-                    action=ctx.action or "reconnect",
-                    reason=ctx.reason,
-                )
-            return self._change(ctx.action or "reconnect", "mentions", row["id"], None, row)
         raise StoreError(f"unknown link relation {link.relation!r}")
 
     # -- journal, stats, backup, artifacts ------------------------------------------------

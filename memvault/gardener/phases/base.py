@@ -61,6 +61,12 @@ class PhaseContext:
         """Record how far the phase got (saved as the resume point if the budget runs out)."""
         self.srun.cursor = dict(position)
 
+    def leave_for_next_run(self, reason: str) -> None:
+        """The phase reached its per-run cap with work left: the later phases still run, and the
+        resume point names this phase, so the run is not reported clean."""
+        if self.srun.pending is None:
+            self.srun.pending = {"phase": self.phase, "cursor": dict(self.cursor), "reason": reason}
+
     # -- writes ---------------------------------------------------------------------------
 
     def _target_table(self, change: Change) -> str:
@@ -106,7 +112,7 @@ class PhaseContext:
         self.srun.proposing_only.append(kind)
         self.run.skip(
             self.phase,
-            f"GD-S3 idempotency: {kind} of {target} was already done by {earlier_run} and is "
+            f"idempotency rule: {kind} of {target} was already done by {earlier_run} and is "
             f"needed again; {kind} switched to proposing",
         )
 

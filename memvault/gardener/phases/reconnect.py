@@ -18,12 +18,13 @@ def run_reconnect(ctx: PhaseContext) -> None:
         return
     cfg = ctx.config
     settled = ctx.settled()
-    orphans = ctx.store.orphans(limit=cfg.max_reconnects + len(settled))
+    orphans = ctx.store.orphans(limit=cfg.max_reconnects + len(settled) + 1)
     for node in orphans:
-        if ctx.srun.reconnects_done >= cfg.max_reconnects:
-            return
         if node.id in settled:
             continue
+        if ctx.srun.reconnects_done >= cfg.max_reconnects:
+            ctx.leave_for_next_run(f"{cfg.max_reconnects} reconnects per run; more orphans wait")
+            return
         ctx.advance(after=node.id)
         candidates = ctx.store.link_candidates(node)
         if len(candidates) != 1:

@@ -38,23 +38,25 @@ def run_split(ctx: PhaseContext) -> None:
         ctx.run.skip("split", f"no {' / '.join(missing)} capability")
         return
     cfg = ctx.config
-    settled = ctx.settled()
-    while ctx.srun.splits_done < cfg.max_splits:
+    while True:
+        settled = ctx.settled()
         candidates = ctx.store.list_items(
             ItemQuery(
                 min_chars=cfg.bloat_chars,
                 include_pinned=False,
                 order="longest",
-                limit=cfg.max_splits + len(settled),
+                limit=cfg.max_splits + len(settled) + 1,
             )
         )
         todo = [i for i in candidates if i.id not in settled]
         if not todo:
             return
+        if ctx.srun.splits_done >= cfg.max_splits:
+            ctx.leave_for_next_run(f"{cfg.max_splits} splits per run; more items are over-long")
+            return
         item = todo[0]
         ctx.advance(after=item.id)
         _split_one(ctx, item)
-        settled = ctx.settled()
 
 
 def _split_one(ctx: PhaseContext, item: MemoryItem) -> None:
