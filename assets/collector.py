@@ -1,24 +1,31 @@
 """The collector track: new sessions in, vectors for what came in."""
 
+import datetime as dt
 import time
 
 import dagster as dg
 
+from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.store.tables import COUNTED_TABLES
 from memvault.vectors import embed_missing
 from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
 
-#: DuckDB has one writer process: every asset that writes the store runs in this pool.
-STORE_POOL = "memvault_store"
+#: The collector runs daily; a day and two hours without a new collection is late.
+DAILY = dg.FreshnessPolicy.time_window(
+    fail_window=dt.timedelta(hours=26), warn_window=dt.timedelta(hours=25)
+)
 
 
 @dg.asset(
     group_name="collector",
-    kinds={"duckdb", "postgres"},
+    kinds=kinds(llm=True),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="Sessions, blocks, entities and facts collected from the inbox and Claude Code transcripts.",
+    freshness_policy=DAILY,
+    description="Sessions, memories, entities and facts collected from the JSONL inbox and from "
+    "Claude Code transcripts; a file already collected (same content) is skipped.",
 )
 def collected_sessions(
     context: dg.AssetExecutionContext,
@@ -50,37 +57,46 @@ def collected_sessions(
             "files_failed": len(report.failures),
             "warnings": len(report.warnings),
             "sessions_added": report.inserted.get("session", 0),
+            # The dream sensor reads this one (never the store file).
             "sessions_total": counts["sessions"],
             "records_added": sum(report.inserted.values()),
-            "inserted": dg.MetadataValue.json(dict(report.inserted)),
-            "store_counts": dg.MetadataValue.json(counts),
-            "run_ids": dg.MetadataValue.json(report.run_ids),
-            "judge": judge.kind,
-            "llm_calls": judge.stats.calls,
-            "llm_tokens": judge.stats.prompt_tokens + judge.stats.completion_tokens,
-            "llm_cache_hits": judge.stats.cache_hits,
+            **judge_metadata(judge),
             "duration_s": round(time.monotonic() - started, 3),
+            "inserted": md_table(dict(report.inserted), ("record type", "added")),
+            "store_rows": md_table(counts, ("table", "rows")),
+            "ingest_runs": md_table([{"run id": r} for r in report.run_ids]),
         }
     )
 
 
 @dg.asset_check(
-    asset=collected_sessions, blocking=True, description="Every reference points at a stored row."
+    asset=collected_sessions,
+    blocking=True,
+    pool=STORE_POOL,
+    description="Every reference (a memory's session, a mention's entity, a fact's subject) "
+    "points at a stored row.",
 )
 def references_resolve(store: StoreResource) -> dg.AssetCheckResult:
     with store.open() as opened:
         dangling = {name: int(n) for name, n in opened.query("dangling_references").iter_rows()}
     return dg.AssetCheckResult(
-        passed=not any(dangling.values()), metadata={"dangling": dg.MetadataValue.json(dangling)}
+        passed=not any(dangling.values()),
+        metadata={
+            "dangling_total": sum(dangling.values()),
+            "dangling": md_table(dangling, ("reference", "dangling rows")),
+        },
     )
 
 
 @dg.asset(
     group_name="collector",
     deps=[collected_sessions],
-    kinds={"duckdb", "onnx"},
+    kinds=kinds("onnx"),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="A vector per active block and entity, for the configured embedding model.",
+    freshness_policy=DAILY,
+    description="An embedding vector per active memory and entity for the configured model "
+    "(offline MiniLM by default); only what is new or changed is embedded.",
 )
 def memory_embeddings(
     context: dg.AssetExecutionContext, store: StoreResource, embedder: EmbedderResource

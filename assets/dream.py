@@ -1,4 +1,4 @@
-"""The dream track (SPEC §2): orient → signal → reflect → consolidate → prune, one asset per stage.
+"""The dream track: orient → signal → reflect → consolidate → prune, one asset per stage.
 
 Every stage of one dream shares a run id derived from the Dagster run's root,
 so a run re-executed from failure continues the same dream: its audit rows,
@@ -11,11 +11,16 @@ import time
 
 import dagster as dg
 
-from assets.collector import STORE_POOL
+from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table, timestamp
 from memvault.dream import orient, prune_orphans, reflect, statistics_snapshot
-from memvault.dream.report import DreamReport, record_stage, save_report, stage_figures
+from memvault.dream.report import (
+    DreamReport,
+    record_stage,
+    rows_written,
+    save_report,
+    stage_figures,
+)
 from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
-from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.normalize import utcnow
 from memvault.store import Store
@@ -23,7 +28,7 @@ from memvault.temporal import apply_conflict_plan, plan_conflicts
 from resources import DreamResource, JudgeResource, StoreResource
 
 DREAM_GROUP = "dream"
-#: Decisions shown one by one in the consolidate step log.
+#: Decisions shown one by one in the consolidate step log and metadata.
 LOGGED_ACTIONS = 25
 
 
@@ -31,18 +36,6 @@ def dream_run_id(context: dg.AssetExecutionContext, dry_run: bool) -> str:
     """One id per dream, stable across re-execution from failure (the root run's id)."""
     root = context.run.root_run_id or context.run.run_id
     return f"dream-{'dry-' if dry_run else ''}{root[:8]}-{root[9:13]}"
-
-
-def _judge_metadata(judge: Judge) -> dict:
-    stats = judge.stats.as_dict()
-    return {
-        "judge": judge.kind,
-        "llm_calls": stats["calls"],
-        "llm_escalations": stats["escalations"],
-        "llm_tokens": stats["prompt_tokens"] + stats["completion_tokens"],
-        "llm_cache_hits": stats["cache_hits"],
-        "heuristic_answers": stats["heuristic_answers"],
-    }
 
 
 def _ensure_run(store: Store, run_id: str, dream: DreamResource) -> None:
@@ -56,9 +49,12 @@ def _ensure_run(store: Store, run_id: str, dream: DreamResource) -> None:
 @dg.asset(
     group_name=DREAM_GROUP,
     deps=[dg.AssetKey("memory_embeddings")],
-    kinds={"duckdb", "postgres"},
+    kinds=kinds(),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="D1: what is new since the last successful dream (store time, from the audit log).",
+    description="What is new since the last successful dream: sessions, memories, entities and "
+    "facts the store learned since then (read from the audit log, so an old history imported "
+    "today counts as new).",
 )
 def dream_orient(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
@@ -72,11 +68,11 @@ def dream_orient(
         metadata={
             "dream_run_id": run_id,
             "dry_run": dream.dry_run,
-            "last_dream_at": str(stats.last_dream_at or "never"),
-            "sessions_since": stats.sessions_since,
-            "new_rows": dg.MetadataValue.json(stats.new),
-            "totals": dg.MetadataValue.json(stats.totals),
+            "last_dream_at": timestamp(stats.last_dream_at),
+            **{f"new_{table}": n for table, n in stats.new.items()},
             "active_triples": stats.active_triples,
+            "open_reviews": stats.open_reviews,
+            "store_rows": md_table(stats.totals, ("table", "rows")),
         }
     )
 
@@ -84,9 +80,12 @@ def dream_orient(
 @dg.asset(
     group_name=DREAM_GROUP,
     deps=[dream_orient],
-    kinds={"igraph", "polars"},
+    kinds=kinds("igraph", "polars"),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="D2: multi-signal edges, weighted Leiden communities, personalized PageRank.",
+    description="Entity-to-entity edges scored by five signals (co-occurrence, shared sessions, "
+    "common neighbours, type affinity, embedding similarity), communities found by weighted "
+    "Leiden, and centrality by personalized PageRank seeded with the recent sessions.",
 )
 def dream_signal(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
@@ -98,23 +97,34 @@ def dream_signal(
         edges = refresh_edges(opened, config, run_id, dry_run=dream.dry_run)
         communities = detect_communities(opened, config, run_id, dry_run=dream.dry_run)
         centrality = compute_centrality(opened, config, run_id, dry_run=dream.dry_run)
+        duration = round(time.monotonic() - started, 3)
         figures = {
             "edges": edges.as_dict(),
             "communities": communities.as_dict(),
             "centrality": centrality.as_dict(),
             "actions": {"edge-insert": edges.inserted, "edge-update": edges.updated},
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": duration,
         }
         record_stage(opened, run_id, "signal", figures)
+        written = rows_written(opened, run_id, "dream_signal")
     return dg.MaterializeResult(
         metadata={
             "edges_connected": edges.connected,
             "edges_pending": edges.pending,
-            "edges_written": edges.inserted + edges.updated,
+            "edges_inserted": edges.inserted,
+            "edges_updated": edges.updated,
             "incremental": edges.incremental,
             "communities": communities.communities,
-            "seeds": centrality.seeds,
-            "duration_s": figures["duration_s"],
+            "largest_community": communities.largest,
+            "ppr_seeds": centrality.seeds,
+            "rows_written": written,
+            "duration_s": duration,
+            "timings_s": md_table(
+                {f"edges {k}": v for k, v in edges.seconds.items()}
+                | {f"leiden {k}": v for k, v in communities.seconds.items()}
+                | {f"pagerank {k}": v for k, v in centrality.seconds.items()},
+                ("step", "seconds"),
+            ),
         }
     )
 
@@ -122,9 +132,12 @@ def dream_signal(
 @dg.asset(
     group_name=DREAM_GROUP,
     deps=[dream_signal],
-    kinds={"openai"},
+    kinds=kinds(llm=True),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="D3: insights and knowledge gaps, read off a statistics snapshot by the judge.",
+    description="Insights and knowledge gaps, read off a statistics snapshot of the store (never "
+    "the raw memories). Without an LLM, an honest statistical reflection labelled as such. An "
+    "insight already written is not written again.",
 )
 def dream_reflect(
     context: dg.AssetExecutionContext,
@@ -133,6 +146,7 @@ def dream_reflect(
     dream: DreamResource,
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
+    started = time.monotonic()
     with store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         snapshot = statistics_snapshot(opened, orient(opened))
@@ -146,7 +160,7 @@ def dream_reflect(
         )
         for insight in result.insights:
             context.log.info(f"insight: {insight.text}")
-        meta = _judge_metadata(judge)
+        meta = judge_metadata(judge)
         record_stage(
             opened,
             run_id,
@@ -168,8 +182,13 @@ def dream_reflect(
             "insights_written": result.insights_written,
             "gaps": len(result.gaps),
             "gaps_opened": result.gaps_opened,
+            "gaps_updated": result.gaps_updated,
             "reflection_kind": "statistical" if judge.kind == "heuristic" else "llm",
             **meta,
+            "duration_s": round(time.monotonic() - started, 3),
+            "insight_texts": md_table(
+                [{"insight": i.text, "confidence": i.confidence} for i in result.insights]
+            ),
         }
     )
 
@@ -177,9 +196,12 @@ def dream_reflect(
 @dg.asset(
     group_name=DREAM_GROUP,
     deps=[dream_reflect],
-    kinds={"openai", "duckdb"},
+    kinds=kinds("polars", llm=True),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="D4: temporal conflict resolution in batches (rules first, then the judge, then review).",
+    description="Temporal conflict resolution in audited batches: rules settle the clear cases "
+    "(restatements merged, one value at a time ordered by when it became true), the judge only "
+    "the ambiguous ones, and an unsure verdict goes to the review queue instead of the store.",
 )
 def dream_consolidate(
     context: dg.AssetExecutionContext,
@@ -188,6 +210,7 @@ def dream_consolidate(
     dream: DreamResource,
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
+    started = time.monotonic()
     with store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         plan = plan_conflicts(opened, judge, config=dream.conflict_config(), dry_run=dream.dry_run)
@@ -198,7 +221,7 @@ def dream_consolidate(
         if len(plan.actions) > LOGGED_ACTIONS:
             context.log.info(f"... and {len(plan.actions) - LOGGED_ACTIONS} more decisions")
         applied = {} if dream.dry_run else dict(apply_conflict_plan(opened, plan, run_id))
-        meta = _judge_metadata(judge)
+        meta = judge_metadata(judge)
         summary = plan.summary()
         record_stage(
             opened,
@@ -211,13 +234,30 @@ def dream_consolidate(
                 "llm_calls": meta["llm_calls"],
             },
         )
+        written = rows_written(opened, run_id, "dream_consolidate")
+    planned = plan.counts()
+    done = planned if dream.dry_run else applied
     return dg.MaterializeResult(
         metadata={
-            "planned": dg.MetadataValue.json(dict(plan.counts())),
-            "applied": dg.MetadataValue.json(applied),
-            "plan": dg.MetadataValue.json(summary),
             "dry_run": dream.dry_run,
+            "merges": int(done.get("merge", 0)),
+            "unmerges": int(done.get("unmerge", 0)),
+            "supersedes": int(done.get("supersede", 0)) + int(done.get("retime", 0)),
+            "reopens": int(done.get("reopen", 0)),
+            "coexist": int(done.get("coexist", 0)),
+            "queued_for_review": int(summary["queued_for_review"]),
+            "pairs_judged": int(summary["judged"]),
+            "pairs_escalated": int(summary["escalated"]),
+            "pairs_deferred": int(summary["deferred"]),
+            "decided_by_rule": int(summary["by_rule"]),
+            "already_applied": int(applied.get("already_applied", 0)),
+            "rows_written": written,
             **meta,
+            "duration_s": round(time.monotonic() - started, 3),
+            "planned": md_table(dict(planned), ("action", "count")),
+            "decisions": md_table(
+                [{"decision": a.describe()} for a in plan.actions[:LOGGED_ACTIONS]]
+            ),
         }
     )
 
@@ -225,9 +265,12 @@ def dream_consolidate(
 @dg.asset(
     group_name=DREAM_GROUP,
     deps=[dream_consolidate],
-    kinds={"duckdb", "postgres"},
+    kinds=kinds(),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="D5: archive orphan entities (never delete), write the dream report, close the run.",
+    description="Revives archived entities that are referred to again, archives orphan entities "
+    "(never deletes them), writes the dream report and marks the dream done; the dream sensor "
+    "reads its time from here.",
 )
 def dream_prune(
     context: dg.AssetExecutionContext,
@@ -245,6 +288,7 @@ def dream_prune(
             {
                 "orphans": pruned.orphans.height,
                 "actions": {
+                    "revive-entity": pruned.revived,
                     "archive-entity": pruned.archived,
                     "archive-edge": pruned.edges_archived,
                 },
@@ -263,22 +307,26 @@ def dream_prune(
             "SELECT max(finished_at) FROM runs WHERE kind = 'dream' AND status = 'succeeded'"
         )[0][0]
         sessions_total = opened.counts(("sessions",))["sessions"]
+        written = rows_written(opened, run_id, "dream_prune")
     context.log.info(report.render())
-    last_at = last.replace(tzinfo=dt.UTC).timestamp() if last else None
+    actions = report.actions
     return dg.MaterializeResult(
         metadata={
             "dream_run_id": run_id,
             "dry_run": dream.dry_run,
             "report_artifact": artifact or "not saved (dry run)",
-            "actions": dg.MetadataValue.json(report.actions),
+            "actions_total": sum(actions.values()),
             "llm_calls": report.llm_calls,
+            "orphans_found": pruned.orphans.height,
             "orphans_archived": pruned.archived,
-            # The dual-gate sensor reads these two (never the store file).
-            "last_dream_at": dg.MetadataValue.float(last_at)
-            if last_at
-            else dg.MetadataValue.text("never"),
-            "sessions_total_at_last_dream": sessions_total if not dream.dry_run and last_at else -1,
-            "finished_at": finished.isoformat(),
+            "edges_archived": pruned.edges_archived,
+            "entities_revived": pruned.revived,
+            "rows_written": written,
+            # The dream sensor reads these two (never the store file).
+            "last_dream_at": timestamp(last.replace(tzinfo=dt.UTC) if last else None),
+            "sessions_total_at_last_dream": sessions_total if not dream.dry_run and last else -1,
+            "finished_at": timestamp(finished),
+            "actions": md_table(actions, ("action", "count")),
             "report": dg.MetadataValue.md(report.render()),
         }
     )

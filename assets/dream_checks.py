@@ -1,19 +1,27 @@
-"""Guarantees of the dream, as asset checks on ``dream_consolidate`` (O3).
+"""Guarantees of the dream, as asset checks on ``dream_consolidate``.
 
 Blocking checks stop ``dream_prune`` (and so the dream never counts as
 successful, which keeps the dual gate open for a retry) when consolidation
-lost a fact or left two functional facts overlapping. Each check returns
-``passed=False`` with the offending rows rather than raising, so the UI shows
-an evaluation either way.
+lost a fact, left two one-at-a-time facts overlapping, or would act again.
+The five checks run in one step (one process, one connection to the store)
+and each returns ``passed=False`` with the offending rows rather than
+raising, so the UI shows an evaluation either way.
 """
+
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import dagster as dg
 import polars as pl
 
+from assets.common import STORE_POOL, md_table
 from assets.dream import dream_consolidate
+from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.quality import validate_triples
+from memvault.store import Store
 from memvault.temporal import (
+    ConflictConfig,
     Grounding,
     bitemporal_overlaps,
     data_loss_violations,
@@ -22,101 +30,141 @@ from memvault.temporal import (
 )
 from resources import DreamResource, JudgeResource, StoreResource
 
+CHECKS: dict[str, tuple[bool, str]] = {
+    "no_data_loss": (
+        True,
+        "No data loss: every fact ever stored is still active, superseded with the date it "
+        "stopped holding, or merged into a surviving fact that carries its content.",
+    ),
+    "bitemporal_consistency": (
+        True,
+        "Bi-temporal consistency: for a predicate with one value at a time, no two current facts "
+        "about the same subject overlap in the time they held.",
+    ),
+    "idempotency": (
+        True,
+        "Idempotency: planning again right after applying finds nothing to do and asks the "
+        "judge nothing.",
+    ),
+    "grounding": (
+        False,
+        "Every active fact conforms to its predicate's definition (subject and object types, "
+        "allowed values); a predicate without a definition is reported, never guessed.",
+    ),
+    "triples_expectations": (
+        False,
+        "Great Expectations suite on the facts table: ids unique, required columns set, known "
+        "statuses, confidence between 0 and 1, retired facts dated, no fact ending before it "
+        "began.",
+    ),
+}
+
 
 def _result(
-    offending: pl.DataFrame, *, dry_run: bool = False, **metadata: object
+    name: str, offending: pl.DataFrame, *, dry_run: bool = False, **metadata: Any
 ) -> dg.AssetCheckResult:
     """Offending rows → a check result. After a dry run the store is as it was before the
     dream, so a failure there is a warning about the store, not a fault of this run."""
-    sample = offending.head(20).to_dicts()
     return dg.AssetCheckResult(
+        check_name=name,
         passed=offending.is_empty(),
         severity=dg.AssetCheckSeverity.WARN if dry_run else dg.AssetCheckSeverity.ERROR,
         metadata={
             "violations": offending.height,
-            "sample": dg.MetadataValue.json(sample),
+            "sample": md_table(offending.head(20).to_dicts()),
             **metadata,
         },
     )
 
 
-@dg.asset_check(
-    asset=dream_consolidate,
-    description="L2 grounding: every active triple conforms to its predicate's definition "
-    "(unknown predicates are reported, not guessed).",
-)
-def grounding(store: StoreResource) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        offending = grounding_violations(opened, Grounding.load())
+def grounding(store: Store) -> dg.AssetCheckResult:
+    offending = grounding_violations(store, Grounding.load())
     by_problem = dict(offending.group_by("problem").len().iter_rows()) if offending.height else {}
-    return _result(offending, by_problem=dg.MetadataValue.json(by_problem))
+    return _result("grounding", offending, by_problem=md_table(by_problem, ("problem", "facts")))
 
 
-@dg.asset_check(
-    asset=dream_consolidate,
-    blocking=True,
-    description="No data loss: every ingested fact is active, superseded with invalid_at, "
-    "or merged into a surviving fact that carries its content.",
-)
-def no_data_loss(store: StoreResource, dream: DreamResource) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        return _result(data_loss_violations(opened), dry_run=dream.dry_run)
+def no_data_loss(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
+    return _result("no_data_loss", data_loss_violations(store), dry_run=dry_run)
 
 
-@dg.asset_check(
-    asset=dream_consolidate,
-    blocking=True,
-    description="Bi-temporal consistency: no two active facts of a functional predicate "
-    "overlap in valid time for the same subject.",
-)
-def bitemporal_consistency(store: StoreResource, dream: DreamResource) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        return _result(bitemporal_overlaps(opened, Grounding.load()), dry_run=dream.dry_run)
+def bitemporal_consistency(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
+    return _result(
+        "bitemporal_consistency", bitemporal_overlaps(store, Grounding.load()), dry_run=dry_run
+    )
 
 
-@dg.asset_check(
-    asset=dream_consolidate,
-    blocking=True,
-    description="Idempotency (GD-S3): planning again right after applying yields an empty plan "
-    "and asks the judge nothing.",
-)
 def idempotency(
-    store: StoreResource, llm: JudgeResource, dream: DreamResource
+    store: Store, judge: Judge, config: ConflictConfig, dry_run: bool = False
 ) -> dg.AssetCheckResult:
-    if dream.dry_run:
+    if dry_run:
         return dg.AssetCheckResult(
-            passed=True, metadata={"skipped": "dry run: nothing was applied"}
+            check_name="idempotency", passed=True, metadata={"skipped": "dry run: nothing applied"}
         )
-    with store.open() as opened:
-        judge = llm.build(cache=StoreJudgeCache(opened))
-        before = judge.stats.as_dict()
-        plan = plan_conflicts(opened, judge, config=dream.conflict_config())
+    before = judge.stats.as_dict()
+    plan = plan_conflicts(store, judge, config=config)
     asked = {k: v - before[k] for k, v in judge.stats.as_dict().items()}
     questions = asked["calls"] + asked["heuristic_answers"] + asked["cache_hits"]
     return dg.AssetCheckResult(
+        check_name="idempotency",
         passed=plan.is_empty() and questions == 0,
         metadata={
-            "planned_again": dg.MetadataValue.json(dict(plan.counts())),
+            "planned_again": sum(plan.counts().values()),
             "judge_questions": questions,
             "llm_calls": asked["calls"],
-            "sample": dg.MetadataValue.json([a.describe() for a in plan.actions[:20]]),
+            "sample": md_table([{"decision": a.describe()} for a in plan.actions[:20]]),
         },
     )
 
 
-@dg.asset_check(
-    asset=dream_consolidate,
-    description="Great Expectations (GX 1.x) suite on triples: ids unique, required columns, "
-    "statuses, confidence in [0, 1], retired facts dated, invalid_at >= valid_at.",
-)
-def triples_expectations(store: StoreResource) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        result = validate_triples(opened)
+def triples_expectations(store: Store) -> dg.AssetCheckResult:
+    result = validate_triples(store)
     return dg.AssetCheckResult(
+        check_name="triples_expectations",
         passed=result.success,
         metadata={
             "expectations": result.evaluated,
-            "failed": dg.MetadataValue.json(result.failed),
+            "failed_expectations": len(result.failed),
+            "failed": md_table([{"expectation": f} for f in result.failed]),
             "rows": result.rows,
         },
     )
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(name, asset=dream_consolidate, blocking=blocking, description=text)
+        for name, (blocking, text) in CHECKS.items()
+    ],
+    pool=STORE_POOL,
+    can_subset=True,
+    description="The dream's guarantees on the consolidated store, in one step.",
+)
+def dream_guarantees(
+    context: dg.AssetCheckExecutionContext,
+    store: StoreResource,
+    llm: JudgeResource,
+    dream: DreamResource,
+) -> Iterator[dg.AssetCheckResult]:
+    selected = {key.name for key in context.selected_asset_check_keys}
+    with store.open() as opened:
+        judge = llm.build(cache=StoreJudgeCache(opened))
+        runs: dict[str, Callable[[], dg.AssetCheckResult]] = {
+            "no_data_loss": lambda: no_data_loss(opened, dream.dry_run),
+            "bitemporal_consistency": lambda: bitemporal_consistency(opened, dream.dry_run),
+            "idempotency": lambda: idempotency(
+                opened, judge, dream.conflict_config(), dream.dry_run
+            ),
+            "grounding": lambda: grounding(opened),
+            "triples_expectations": lambda: triples_expectations(opened),
+        }
+        for name, check in runs.items():
+            if name not in selected:
+                continue
+            try:
+                yield check()
+            except Exception as exc:  # a check that raises would record no evaluation at all
+                yield dg.AssetCheckResult(
+                    check_name=name,
+                    passed=False,
+                    metadata={"error": f"{type(exc).__name__}: {exc}"},
+                )

@@ -1,8 +1,10 @@
-"""The gardener track: one asset per phase of the nightly ceremony (SPEC §12, GD0–GD7).
+"""The gardener track: one asset per phase of the nightly ceremony.
 
-The run's state passes from asset to asset through the store (the ``runs``
+The run's state passes from asset to asset through the ledger (the ``runs``
 row of the garden run, found by the Dagster run's root id), so a re-executed
-run picks up where it stopped without redoing committed work.
+run picks up where it stopped without redoing committed work. A phase that
+raises fails its asset once its state and resume point are saved, so Dagster's
+retry and "re-execute from failure" continue from there.
 """
 
 import time
@@ -10,18 +12,19 @@ from typing import Any
 
 import dagster as dg
 
+from assets.common import OWNERS, STORE_POOL, kinds, md_table
 from memvault.gardener.ledger import Ledger
-from memvault.gardener.run import Gardener
+from memvault.gardener.run import Gardener, PhaseFailed
 from memvault.judge.store_cache import StoreJudgeCache
 from resources import JudgeResource
 from resources.gardener import GardenerResource
 
-#: DuckDB has one writer process: every asset that writes the store runs in this pool.
-STORE_POOL = "memvault_store"
 GROUP = "gardener"
+#: The action counters of a garden run, always present (0 when nothing was done).
+ACTIONS = ("merges", "decays", "splits", "invalidations", "reconnects")
 
 
-def _root_run_id(context: dg.AssetExecutionContext) -> str:
+def _root_run_id(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> str:
     return context.run.tags.get("dagster/root_run_id") or context.run.run_id
 
 
@@ -30,32 +33,48 @@ def _metadata(gardener: Gardener, started: float, **extra: Any) -> dict[str, Any
     return {
         "garden_run_id": state.run_id,
         "mode": state.mode,
+        **{action: int(state.actions.get(action, 0)) for action in ACTIONS},
+        "proposals": state.proposals,
         "mutations_used": gardener.budget.mutations,
         "mutations_max": gardener.budget.max_mutations,
         "judgments_used": gardener.budget.judgments,
         "judgments_max": gardener.budget.max_judgments,
-        "actions": dg.MetadataValue.json(dict(state.actions)),
-        "proposals": state.proposals,
-        "skipped": dg.MetadataValue.json([f"{p} — {w}" for p, w in state.skipped]),
         "resume_point": "; ".join(f"{n}: {s.resume_text()}" for n, s in state.stores.items()),
+        "phases_skipped": len(state.skipped),
+        "errors": len(state.errors),
         "judge": str(state.judge.get("kind", "")),
         "llm_calls": int(state.judge.get("calls", 0)),
         "llm_tokens": int(state.judge.get("prompt_tokens", 0))
         + int(state.judge.get("completion_tokens", 0)),
         "llm_cache_hits": int(state.judge.get("cache_hits", 0)),
-        "errors": dg.MetadataValue.json(list(state.errors)),
         "duration_s": round(time.monotonic() - started, 3),
+        "skipped": md_table([{"phase": p, "why": w} for p, w in state.skipped]),
+        "error_detail": md_table([{"error": e} for e in state.errors]),
         **extra,
     }
 
 
+def _load(
+    context: dg.AssetExecutionContext, ledger: Ledger, stores: list[Any], llm: JudgeResource
+) -> Gardener:
+    run_id = ledger.run_for_dagster(_root_run_id(context))
+    if run_id is None:
+        raise dg.Failure(
+            "no garden run for this Dagster run: materialize garden_survey first, in the same run"
+        )
+    return Gardener.load(ledger, stores, llm.build(cache=StoreJudgeCache(ledger.store)), run_id)
+
+
 @dg.asset(
     group_name=GROUP,
-    # Each night after the collector (GD10): the survey reads what it collected and embedded.
+    # Each night after the collector: the survey reads what it collected and embedded.
     deps=[dg.AssetKey("memory_embeddings")],
-    kinds={"duckdb", "postgres"},
+    kinds=kinds(),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="GD0: the stores' capabilities by intent, baseline stats, the window, a snapshot.",
+    description="Survey of every store to tend: what its tools can do (found by what they do), "
+    "baseline counts, the window of items changed since the last run, and a snapshot before "
+    "the first run (and before every autonomous run).",
 )
 def garden_survey(
     context: dg.AssetExecutionContext, gardener: GardenerResource, llm: JudgeResource
@@ -70,16 +89,22 @@ def garden_survey(
             )
         else:  # a re-executed run: the survey (and its snapshot) happened already
             garden = Gardener.load(ledger, stores, judge, run_id)
-        capabilities = {n: s.capabilities for n, s in garden.state.stores.items()}
-        backups = {n: s.backup for n, s in garden.state.stores.items()}
-        stats = {n: s.stats_before for n, s in garden.state.stores.items()}
+        runs = garden.state.stores
         return dg.MaterializeResult(
             metadata=_metadata(
                 garden,
                 started,
-                capabilities=dg.MetadataValue.json(capabilities),
-                snapshots=dg.MetadataValue.json(backups),
-                stats_before=dg.MetadataValue.json(stats),
+                stores=len(runs),
+                snapshots_taken=sum(1 for s in runs.values() if s.backup),
+                capabilities=md_table(
+                    [{"store": n, "capabilities": s.capabilities} for n, s in runs.items()]
+                ),
+                snapshots=md_table(
+                    [{"store": n, "snapshot": s.backup or "none"} for n, s in runs.items()]
+                ),
+                stats_before=md_table(
+                    [{"store": n, **s.stats_before} for n, s in runs.items() if s.stats_before]
+                ),
             )
         )
 
@@ -89,7 +114,8 @@ def _phase_asset(phase: str, upstream: Any, description: str) -> dg.AssetsDefini
         name=f"garden_{phase}",
         group_name=GROUP,
         deps=[upstream],
-        kinds={"duckdb", "postgres"},
+        kinds=kinds(),
+        owners=OWNERS,
         pool=STORE_POOL,
         description=description,
         retry_policy=dg.RetryPolicy(max_retries=1, delay=5),
@@ -101,7 +127,14 @@ def _phase_asset(phase: str, upstream: Any, description: str) -> dg.AssetsDefini
         with gardener.open() as (ledger, stores):
             garden = _load(context, ledger, stores, llm)
             actions_before = dict(garden.state.actions)
-            garden.run_phase(phase)
+            try:
+                garden.run_phase(phase, raise_on_error=True)
+            except PhaseFailed as failed:
+                raise dg.Failure(
+                    description=f"garden phase {phase} failed; its resume point is saved, so a "
+                    f"retry or a re-execution continues from there: {failed}",
+                    metadata=_metadata(garden, started, phase=phase),
+                ) from failed
             done = {
                 k: v - actions_before.get(k, 0)
                 for k, v in garden.state.actions.items()
@@ -109,50 +142,64 @@ def _phase_asset(phase: str, upstream: Any, description: str) -> dg.AssetsDefini
             }
             return dg.MaterializeResult(
                 metadata=_metadata(
-                    garden, started, phase=phase, phase_actions=dg.MetadataValue.json(done)
+                    garden,
+                    started,
+                    phase=phase,
+                    phase_actions=sum(done.values()),
+                    phase_detail=md_table(done, ("action", "count")),
                 )
             )
 
     return _asset
 
 
-def _load(
-    context: dg.AssetExecutionContext, ledger: Ledger, stores: list[Any], llm: JudgeResource
-) -> Gardener:
-    run_id = ledger.run_for_dagster(_root_run_id(context))
-    if run_id is None:
-        raise dg.Failure(
-            "no garden run for this Dagster run: materialize garden_survey first, in the same run"
-        )
-    return Gardener.load(ledger, stores, llm.build(cache=StoreJudgeCache(ledger.store)), run_id)
-
-
 garden_dedup = _phase_asset(
-    "dedup", garden_survey, "GD1: approved merges, then near-duplicates of the window (≥ 0.90)."
+    "dedup",
+    garden_survey,
+    "Approved merges first, then near-duplicate memories (cosine 0.90 or more) among the items "
+    "of the window: two records go to a keep-both-by-default gate, clusters to a curator that "
+    "merges only what shares its core meaning; merges lose no detail.",
 )
 garden_decay = _phase_asset(
-    "decay", garden_dedup, "GD2: items untouched for 30 days lose one importance step; expiry."
+    "decay",
+    garden_dedup,
+    "Memories untouched for 30 days lose one importance step (never below the minimum, never "
+    "pinned ones); the least important get an expiry date instead of a deletion.",
 )
 garden_split = _phase_asset(
-    "split", garden_decay, "GD3: the worst over-long items split into a gist and linked details."
+    "split",
+    garden_decay,
+    "The worst over-long memories (over ~750 characters, at most 5 a run) are trimmed to their "
+    "gist, with the details moved to linked items; nothing is lost.",
 )
 garden_invalidate = _phase_asset(
-    "invalidate", garden_split, "GD4: stale facts superseded by later ones (timeline kept)."
+    "invalidate",
+    garden_split,
+    "Stale facts in knowledge-graph stores retired by later ones, the timeline kept. On "
+    "memvault's own store this rule belongs to the dream and is left to it.",
 )
 garden_reconnect = _phase_asset(
-    "reconnect", garden_invalidate, "GD5: orphans with one unambiguous link reconnected."
+    "reconnect",
+    garden_invalidate,
+    "Orphan items (at most 10 a run) reconnected where exactly one link is possible; an "
+    "unclear case is left as it is and recorded.",
 )
 garden_journal = _phase_asset(
-    "journal", garden_reconnect, "GD6: one journal entry on what came in, and the garden state."
+    "journal",
+    garden_reconnect,
+    "One journal entry: what came in since the last run, and one line on the garden's state.",
 )
 
 
 @dg.asset(
     group_name=GROUP,
     deps=[garden_journal],
-    kinds={"duckdb", "postgres"},
+    kinds=kinds(),
+    owners=OWNERS,
     pool=STORE_POOL,
-    description="GD7: the gardening report, saved and read back, with the run's outcome (GD8).",
+    description="The gardening report in its fixed format, saved and read back, with the run's "
+    "outcome; a run that failed (over budget, an unaudited change, a failed snapshot or save) "
+    "fails this asset.",
 )
 def garden_report(
     context: dg.AssetExecutionContext, gardener: GardenerResource, llm: JudgeResource
@@ -171,34 +218,36 @@ def garden_report(
         report=dg.MetadataValue.md(f"```\n{result.report}```"),
     )
     if not result.succeeded:
-        context.log.error(result.outcome.summary)
+        raise dg.Failure(description=result.outcome.summary, metadata=metadata)
     return dg.MaterializeResult(metadata=metadata)
 
 
 garden_job = dg.define_asset_job(
     "garden_job",
     selection=dg.AssetSelection.groups(GROUP),
-    description="The memory gardener's nightly ceremony (GD0–GD7).",
+    description="The memory gardener's nightly ceremony: survey, dedup, decay, split, "
+    "invalidate, reconnect, journal, report.",
 )
 
 garden_nightly_schedule = dg.ScheduleDefinition(
     name="garden_nightly",
     job=garden_job,
     cron_schedule="45 3 * * *",
-    description="The gardener runs nightly, after the collector (02:15) (GD10).",
+    description="The gardener runs nightly, after the collector (02:15).",
 )
 
 
 @dg.asset_check(
     asset=garden_report,
-    description="GD-S3/GD8: every write of the garden run is in audit_log and the report read back.",
+    blocking=True,
+    pool=STORE_POOL,
+    description="Every write of the garden run has its audit row, and the report was read back.",
 )
 def garden_run_audited(
     context: dg.AssetCheckExecutionContext, gardener: GardenerResource
 ) -> dg.AssetCheckResult:
-    root = context.run.tags.get("dagster/root_run_id") or context.run.run_id
     with gardener.open() as (ledger, _stores):
-        run_id = ledger.run_for_dagster(root)
+        run_id = ledger.run_for_dagster(_root_run_id(context))
         if run_id is None:
             return dg.AssetCheckResult(passed=False, metadata={"problem": "no garden run found"})
         state = ledger.load_state(run_id)

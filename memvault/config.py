@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 #: The embedded default store, relative to the working directory.
 DEFAULT_STORE = "duckdb://.memvault/memvault.duckdb"
@@ -16,6 +17,51 @@ DEFAULT_INBOX = ".memvault/inbox"
 def store_url(explicit: str | None = None) -> str:
     """``--store``, else ``MEMVAULT_STORE``, else the embedded default."""
     return explicit or os.environ.get("MEMVAULT_STORE") or DEFAULT_STORE
+
+
+#: Where a store password lives when the URL shows it masked (``user:***@host``).
+PASSWORD_VARIABLE = "MEMVAULT_STORE_PASSWORD"
+MASK = "***"
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for display and for run configuration.
+
+    The password moves to ``MEMVAULT_STORE_PASSWORD`` in this process's environment (unless
+    that is set already), where opening the masked URL finds it again.
+    """
+    parts = urlsplit(url)
+    if not parts.password or parts.password == MASK:
+        return url
+    os.environ.setdefault(PASSWORD_VARIABLE, parts.password)
+    netloc = parts.netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def unmasked_url(url: str) -> str:
+    """A masked URL with the password from ``MEMVAULT_STORE_PASSWORD``; without it, the URL
+    without a password (PostgreSQL then reads ``PGPASSWORD`` or ``~/.pgpass``)."""
+    parts = urlsplit(url)
+    if parts.password != MASK:
+        return url
+    secret = os.environ.get(PASSWORD_VARIABLE)
+    netloc = parts.netloc.replace(f":{MASK}@", f":{secret}@" if secret else "@", 1)
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def dream_gate() -> tuple[float, int]:
+    """The dream's dual gate: ``MEMVAULT_DREAM_GATE_HOURS`` (24) and ``MEMVAULT_DREAM_GATE_SESSIONS`` (5)."""
+    hours = os.environ.get("MEMVAULT_DREAM_GATE_HOURS") or "24"
+    sessions = os.environ.get("MEMVAULT_DREAM_GATE_SESSIONS") or "5"
+    try:
+        return float(hours), int(sessions)
+    except ValueError:
+        from memvault.errors import MemvaultError
+
+        raise MemvaultError(
+            f"MEMVAULT_DREAM_GATE_HOURS={hours!r} / MEMVAULT_DREAM_GATE_SESSIONS={sessions!r}: "
+            "give a number of hours and a whole number of sessions"
+        ) from None
 
 
 def inbox_dir() -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 import memvault
@@ -242,31 +243,37 @@ def undo(
 @app.command()
 @handles_errors
 def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
-    """Run the collector job (inbox + Claude Code transcripts, then embeddings) in-process."""
-    from pipelines.runner import check_results, materializations, persistent_instance, run_assets
+    """Run the collector job (inbox + Claude Code transcripts, then embeddings)."""
+    from pipelines.runner import (
+        check_results,
+        failures,
+        materializations,
+        persistent_instance,
+        run_job,
+    )
 
     url = chosen_store(store)
     memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
-    with err.status("collecting ..."):
-        result = run_assets(url, groups=["collector"], instance=persistent_instance())
-    summary = {
+    with err.status("collecting (collect_job) ..."):
+        result = run_job("collect_job", url, instance=persistent_instance())
+    summary: dict[str, Any] = {
         "success": result.success,
+        "dagster_run_id": result.run_id,
         "assets": materializations(result),
         "checks": check_results(result),
+        "failures": failures(result),
     }
     if as_json:
         emit_json(summary)
     else:
         for key, meta in summary["assets"].items():
-            out.print(
-                f"{key}: "
-                + ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, dict | list))
-            )
+            out.print(f"{key}: " + cli_common.flat_figures(meta), highlight=False)
         for name, passed in summary["checks"].items():
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
         raise MemvaultError(
-            "the collector run failed; see the Dagster UI (`memvault ui`) for the step log"
+            f"collect_job run {result.run_id} failed ({'; '.join(summary['failures']) or 'see the step log'}); "
+            "re-execute it from the Dagster UI (`memvault ui`)"
         )
 
 
@@ -284,7 +291,8 @@ def demo(
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same history)")] = 7,
     as_json: JsonOpt = False,
 ) -> None:
-    """Generate a realistic history, ingest it into a fresh store and run every asset on it."""
+    """Generate a realistic history into a fresh store, then run collect_job, dream_job and
+    garden_job on it, as one night would."""
     from pipelines.demo import run_demo
 
     summary = run_demo(
@@ -305,11 +313,14 @@ def demo(
         f"{h['changed_preferences']} changed preferences"
     )
     for key, meta in summary["assets"].items():
-        shown = {k: v for k, v in meta.items() if not isinstance(v, dict | list) and k != "report"}
-        out.print(f"[bold]{key}[/]: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+        out.print(f"[bold]{key}[/]: " + cli_common.flat_figures(meta), highlight=False)
     for name, passed in summary["checks"].items():
         out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
-    out.print(f"\nstore: {summary['store']}")
+    for line in summary["failures"]:
+        err.print(f"[red]failed:[/] {escape(line)}", highlight=False)
+    runs = ", ".join(f"{job} {run_id}" for job, run_id in summary["dagster_runs"].items())
+    out.print(f"\nDagster runs: {runs}")
+    out.print(f"store: {summary['store']}")
     out.print(f"history file: {summary['history_file']}")
     out.print(
         f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)"
@@ -325,10 +336,12 @@ def ui(
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     store: StoreOpt = None,
 ) -> None:
-    """Serve Dagster's UI on memvault's asset graph (`dagster dev`), DAGSTER_HOME=.dagster."""
+    """Serve Dagster's UI and daemon on memvault's code location (`dg dev`), DAGSTER_HOME=.dagster."""
     from pipelines.runner import dagster_home
 
-    exe = shutil.which("dagster") or str(Path(sys.executable).with_name("dagster"))
+    exe = str(Path(sys.executable).with_name("dg"))
+    if not Path(exe).exists():
+        exe = shutil.which("dg") or exe
     env = os.environ | {"DAGSTER_HOME": str(dagster_home()), "MEMVAULT_STORE": chosen_store(store)}
     err.print(
         f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, DAGSTER_HOME {env['DAGSTER_HOME']})"

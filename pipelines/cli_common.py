@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -168,3 +169,14 @@ def byte_progress() -> Progress:
 def global_store() -> str | None:
     """The ``--store`` given before the command name, if any."""
     return _global_store
+
+
+def flat_figures(metadata: dict[str, Any]) -> str:
+    """An asset's plain figures on one line (tables, reports and long text left to the UI)."""
+    shown = {
+        k: v
+        for k, v in metadata.items()
+        if isinstance(v, int | float | bool)
+        or (isinstance(v, str) and len(v) < 60 and "\n" not in v)
+    }
+    return escape(", ".join(f"{k}={v}" for k, v in shown.items()))

@@ -1,8 +1,11 @@
 """``memvault dream`` and ``memvault asof``: the dream loop and point-in-time questions.
 
-``dream`` runs the same five assets (and checks) as the Dagster job, in-process,
-against the instance the UI reads. Without ``--force`` it honours the dual gate
-(D6) as the sensor does, reading the gate from the store itself.
+``dream`` runs ``dream_job`` (its five assets and their checks) in-process, on
+the instance the UI reads, so the run shows under the job and can be
+re-executed from failure there. Without ``--force`` it honours the dual gate
+as the sensor does — the same ``gate_hours`` / ``gate_sessions`` settings of
+the ``dream`` resource (``MEMVAULT_DREAM_GATE_HOURS`` / ``_SESSIONS``, or the
+flags) — reading the gate's inputs from the store itself.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def _parse_time(value: str, option: str) -> dt.datetime:
 
 def _dream_summary(result: Any, url: str) -> dict[str, Any]:
     from memvault.dream.report import stage_figures
-    from pipelines.runner import check_results, materializations
+    from pipelines.runner import check_results, failures, materializations
 
     assets = materializations(result)
     run_id = next((m.get("dream_run_id") for m in assets.values() if m.get("dream_run_id")), None)
@@ -59,6 +62,8 @@ def _dream_summary(result: Any, url: str) -> dict[str, Any]:
     return {
         "success": result.success,
         "run_id": run_id,
+        "dagster_run_id": result.run_id,
+        "failures": failures(result),
         "skipped_reason": None,
         "actions": dict(sorted(actions.items())),
         "llm_calls": sum(int(f.get("llm_calls", 0)) for f in stages.values()),
@@ -76,20 +81,36 @@ def dream(
         bool, typer.Option("--force", help="Dream even if the dual gate holds")
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Log every decision, write nothing (D7)")
+        bool, typer.Option("--dry-run", help="Log every decision, write nothing")
     ] = False,
+    gate_hours: Annotated[
+        float | None,
+        typer.Option(
+            "--gate-hours", min=0, help="Hours since the last dream (MEMVAULT_DREAM_GATE_HOURS, 24)"
+        ),
+    ] = None,
+    gate_sessions: Annotated[
+        int | None,
+        typer.Option(
+            "--gate-sessions",
+            min=1,
+            help="New sessions since the last dream (MEMVAULT_DREAM_GATE_SESSIONS, 5)",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the five-stage dream (orient, signal, reflect, consolidate, prune) in-process."""
-    from pipelines.runner import persistent_instance, run_assets
+    """Run dream_job (orient, signal, reflect, consolidate, prune) if the dual gate opens."""
+    from pipelines.runner import persistent_instance, run_job
     from resources import DreamResource
 
     url = chosen_store(store)
+    gate: dict[str, Any] = {"gate_hours": gate_hours, "gate_sessions": gate_sessions}
+    settings = DreamResource(dry_run=dry_run, **{k: v for k, v in gate.items() if v is not None})
     with opened(url) as handle:
         stats = orient(handle)
-    decision = evaluate_gate(utcnow(), stats.last_dream_at, stats.sessions_since)
+    decision = evaluate_gate(utcnow(), stats.last_dream_at, stats.sessions_since, settings.config())
     if not decision.run and not force and not dry_run:
-        summary = {
+        summary: dict[str, Any] = {
             "success": True,
             "run_id": None,
             "skipped_reason": decision.reason,
@@ -101,13 +122,8 @@ def dream(
         else:
             out.print(f"dream skipped: {decision.reason} (use --force to dream anyway)")
         return
-    with err.status("dreaming (orient → signal → reflect → consolidate → prune) ..."):
-        result = run_assets(
-            url,
-            groups=["dream"],
-            instance=persistent_instance(),
-            dream=DreamResource(dry_run=dry_run),
-        )
+    with err.status("dreaming (dream_job: orient → signal → reflect → consolidate → prune) ..."):
+        result = run_job("dream_job", url, instance=persistent_instance(), dream=settings)
     summary = _dream_summary(result, url)
     if as_json:
         emit_json(summary)
@@ -117,8 +133,10 @@ def dream(
         for name, passed in summary["checks"].items():
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
+        cause = "; ".join(summary["failures"]) or "a blocking check stopped it"
         raise MemvaultError(
-            "the dream failed or a blocking check stopped it; see the Dagster UI (`memvault ui`)"
+            f"dream_job run {result.run_id} failed: {cause} (re-execute it from the failed step "
+            "in the Dagster UI, `memvault ui`; MEMVAULT_DEBUG=1 shows the traceback)"
         )
 
 

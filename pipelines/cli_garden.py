@@ -1,9 +1,11 @@
-"""``memvault garden``: the memory gardener's nightly ceremony, in-process, and its approvals.
+"""``memvault garden``: the memory gardener's nightly ceremony (``garden_job``), and its approvals.
 
-``memvault garden --store URL`` tends one or more stores (``--store`` again
-for each; ``duckdb://``, ``postgresql://`` or ``mcp+stdio:<command line>``)
-and prints the report; ``--workflow-outcome`` adds the one
-``SUBSTRATE_OUTCOME_V1=`` line a workflow runner reads, last.
+``memvault garden --store URL`` runs ``garden_job`` in-process on one or more
+stores (``--store`` again for each; ``duckdb://``, ``postgresql://`` or
+``mcp+stdio:<command line>``), on the instance the UI reads, and prints the
+report; ``--workflow-outcome`` adds the one ``SUBSTRATE_OUTCOME_V1=`` line a
+workflow runner reads, last. A phase that fails fails the run (its resume
+point is saved); the report of what was done so far is printed, marked failed.
 ``memvault garden proposals`` lists what waits for a human and
 ``memvault garden approve ID... | --all`` approves it for the next run.
 
@@ -14,15 +16,14 @@ first memvault store tended, else ``--ledger`` (default: the memvault store).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 garden_app = typer.Typer(
     name="garden",
-    help="Tend memory stores: a budgeted, idempotent, audited nightly ceremony (SPEC §12).",
+    help="Tend memory stores: a budgeted, idempotent, audited nightly ceremony.",
     invoke_without_command=True,
     no_args_is_help=False,
     add_completion=False,
@@ -51,32 +52,6 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     from pipelines import cli_common as base
 
     return base.handles_errors(fn)
-
-
-@contextmanager
-def _opened(stores: list[str] | None, ledger_url: str | None) -> Iterator[tuple[Any, list[Any]]]:
-    """The ledger and the adapters; a memvault store that is tended is also the ledger."""
-    import memvault
-    from memvault.gardener.adapters import is_mcp_url, open_garden_store
-    from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
-    from memvault.gardener.ledger import Ledger
-    from pipelines import cli_common as base
-
-    urls = list(stores or []) or [base.chosen_store(None)]
-    with ExitStack() as stack:
-        adapters: list[Any] = []
-        for url in urls:
-            adapter = open_garden_store(url if is_mcp_url(url) else base.chosen_store(url))
-            stack.callback(adapter.close)
-            adapters.append(adapter)
-        own = next((a for a in adapters if isinstance(a, MemvaultGardenStore)), None)
-        if own is not None and ledger_url is None:
-            ledger = Ledger(own.store)
-        else:
-            handle = memvault.open(base.chosen_store(ledger_url))
-            stack.callback(handle.close)
-            ledger = Ledger(handle)
-        yield ledger, adapters
 
 
 @garden_app.callback(invoke_without_command=True)
@@ -113,39 +88,87 @@ def _run(
     as_json: bool,
 ) -> None:
     from memvault.errors import MemvaultError
-    from memvault.gardener.run import run_garden
-    from memvault.gardener.state import MODES, GardenConfig
-    from memvault.judge import make_judge
-    from memvault.judge.store_cache import StoreJudgeCache
+    from memvault.gardener.adapters import is_mcp_url
+    from memvault.gardener.outcome import Outcome, outcome_line
+    from memvault.gardener.state import MODES
     from pipelines import cli_common as base
+    from pipelines.runner import failures, materializations, persistent_instance, run_job
+    from resources import GardenerResource
 
     if mode not in MODES:
         raise MemvaultError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
-    config = GardenConfig(mode=mode, max_mutations=max_mutations, max_judgments=max_judgments)  # type: ignore[arg-type]
-    with _opened(store, ledger_url) as (ledger, adapters):
-        judge = make_judge(cache=StoreJudgeCache(ledger.store))
-        result = run_garden(ledger, adapters, judge, config)
+    urls = [u if is_mcp_url(u) else base.chosen_store(u) for u in (store or [None])]  # type: ignore[list-item]
+    ledger = base.chosen_store(ledger_url) if ledger_url else None
+    first_memvault = next((u for u in urls if not is_mcp_url(u)), None)
+    settings = GardenerResource(
+        store_url=urls[0],
+        extra_stores=urls[1:],
+        ledger_url=ledger,
+        mode=mode,
+        max_mutations=max_mutations,
+        max_judgments=max_judgments,
+    )
+    with base.err.status("gardening (garden_job) ..."):
+        result = run_job(
+            "garden_job",
+            first_memvault or ledger or base.chosen_store(None),
+            instance=persistent_instance(),
+            gardener=settings,
+        )
+    report_meta = materializations(result).get("garden_report")
+    state = _state_of(settings, result.run_id)
+    if report_meta is not None:
+        report = str(report_meta["report"]).removeprefix("```\n").removesuffix("```")
+        outcome, summary = str(report_meta["outcome"]), str(report_meta["outcome_summary"])
+    else:  # a phase failed: what was done so far, from the saved state
+        cause = "; ".join(failures(result)) or "the run failed"
+        report = state.get("report_text") or _partial_report(settings, result.run_id)
+        outcome, summary = "failed", f"Memory gardening failed: {cause}"
+        if not state.get("outcome"):  # the report never ran: the failed phase is the outcome
+            state["outcome"] = Outcome("failed", summary, [(cause, False)]).as_dict()
     if as_json:
         base.emit_json(
             {
-                "run_id": result.run_id,
-                "outcome": result.outcome.outcome,
-                "summary": result.outcome.summary,
-                "report_id": result.state.report_id,
-                "actions": result.state.actions,
-                "proposals": result.state.proposals,
-                "budget": result.state.budget,
-                "judge": result.state.judge,
-                "errors": result.state.errors,
-                "report": result.report,
+                "run_id": state.get("run_id"),
+                "dagster_run_id": result.run_id,
+                "outcome": outcome,
+                "summary": summary,
+                "report_id": state.get("report_id"),
+                "actions": state.get("actions", {}),
+                "proposals": state.get("proposals", 0),
+                "budget": state.get("budget", {}),
+                "judge": state.get("judge", {}),
+                "errors": state.get("errors", []),
+                "report": report,
             }
         )
     else:
-        typer.echo(result.report, nl=False)
+        typer.echo(report, nl=False)
+        if outcome != "succeeded":
+            typer.echo(f"garden_job run {result.run_id}: {summary}", err=True)
     if workflow_outcome:
-        typer.echo(result.outcome.line())
-    if not result.succeeded:
+        typer.echo(outcome_line(state["outcome"]))
+    if outcome != "succeeded":
         raise typer.Exit(1)
+
+
+def _state_of(settings: Any, dagster_run_id: str) -> dict[str, Any]:
+    """The garden run's saved state (empty when the run never got past its survey)."""
+    with settings.open() as (ledger, _stores):
+        run_id = ledger.run_for_dagster(dagster_run_id)
+        return dict(ledger.load_state(run_id)) if run_id else {}
+
+
+def _partial_report(settings: Any, dagster_run_id: str) -> str:
+    """The report of a run that did not finish, rendered from its saved state (not stored)."""
+    from memvault.gardener.run import Gardener
+    from memvault.judge import HeuristicJudge
+
+    with settings.open() as (ledger, stores):
+        run_id = ledger.run_for_dagster(dagster_run_id)
+        if run_id is None:
+            return "# Gardening report — not started (the survey failed)\n"
+        return Gardener.load(ledger, stores, HeuristicJudge(), run_id).build_report().render()
 
 
 @garden_app.command("approve")
@@ -209,7 +232,7 @@ def _proposals(store: str | None, status: str, as_json: bool) -> None:
 
     with memvault.open(base.chosen_store(store)) as handle:
         found = Ledger(handle).proposals(None, (status,))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": p.id,
             "action": p.action,

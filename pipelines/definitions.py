@@ -34,6 +34,14 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
     }
 
 
+#: Dagster's default multiprocess executor (one process per step, as the UI and the daemon run
+#: it), started from a fork server that has the code location imported once: a step starts in
+#: about half the time a fresh interpreter needs.
+executor = dg.multiprocess_executor.configured(
+    {"start_method": {"forkserver": {"preload_modules": ["pipelines.definitions"]}}},
+    name="multiprocess_forkserver",
+)
+
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
@@ -41,4 +49,5 @@ defs = dg.Definitions(
     schedules=[collector_schedule, garden_nightly_schedule],
     sensors=[dream_gate_sensor],
     resources=build_resources(),
+    executor=executor,
 )

@@ -1,4 +1,9 @@
-"""`memvault demo`: a generated history, a fresh store, every asset run on it."""
+"""`memvault demo`: a generated history, a fresh store, and memvault's jobs run on it.
+
+The jobs run one after the other, as a night would run them (``collect_job``,
+``dream_job``, ``garden_job``), each a named run in the Dagster instance the UI
+reads.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +19,17 @@ from memvault.demo.generator import DemoConfig, generate, write_jsonl
 from memvault.errors import MemvaultError
 from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
-from pipelines.runner import check_results, materializations, persistent_instance, run_assets
+from pipelines.runner import (
+    check_results,
+    failures,
+    materializations,
+    persistent_instance,
+    run_job,
+)
 from resources import CollectorSourcesResource
+
+#: The jobs of one night, in order.
+NIGHT = ("collect_job", "dream_job", "garden_job")
 
 
 def _is_demo_store(store: Store) -> bool:
@@ -70,15 +84,25 @@ def run_demo(
         f"generated {written:,} records over {days} days ({sessions} sessions) → {history}"
     )
 
-    with console.status("running the assets (collect, embed, ...)"):
-        result = run_assets(
-            url,
-            instance=persistent_instance(),
-            sources=CollectorSourcesResource(inbox=str(inbox), claude_projects=None),
-        )
+    instance = persistent_instance()
+    sources = CollectorSourcesResource(inbox=str(inbox), claude_projects=None)
+    assets: dict[str, Any] = {}
+    checks: dict[str, bool] = {}
+    runs: dict[str, str] = {}
+    failed: list[str] = []
+    for job in NIGHT:
+        with console.status(f"running {job} ..."):
+            result = run_job(job, url, instance=instance, sources=sources)
+        assets |= materializations(result)
+        checks |= check_results(result)
+        runs[job] = result.run_id
+        if not result.success:
+            failed += [f"{job}: {line}" for line in failures(result)] or [f"{job}: failed"]
+            break
+    success = not failed
     with memvault.open(url) as handle:
         after = handle.counts(COUNTED_TABLES)
-        handle.finish_run(run_id, "succeeded" if result.success else "failed", {"records": written})
+        handle.finish_run(run_id, "succeeded" if success else "failed", {"records": written})
     changed_preferences = sum(
         1 for versions in truth.preference_versions.values() if len(versions) > 1
     )
@@ -95,10 +119,11 @@ def run_demo(
         },
         "history_file": str(history),
         "records_generated": written,
-        "success": result.success,
+        "success": success,
+        "failures": failed,
         "before": before,
         "after": after,
-        "assets": materializations(result),
-        "checks": check_results(result),
-        "dagster_run_id": result.run_id,
+        "assets": assets,
+        "checks": checks,
+        "dagster_runs": runs,
     }

@@ -1,16 +1,24 @@
-"""Run memvault's assets in-process, the way the CLI does (same assets as the UI runs)."""
+"""Run memvault's named jobs the way the CLI does: in-process, on the instance the UI reads.
+
+A run started here is a run of ``collect_job``, ``dream_job`` or ``garden_job``
+like one launched from the UI: it shows under its job, in the timeline, and
+can be re-executed from failure there. What the command line chose (the
+store, a dry run, the gardener's mode) travels as the run's resource
+configuration, so a re-execution from the UI works on the same store with the
+same settings.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from memvault.config import masked_url
 from memvault.paths import data_file
-from pipelines.definitions import all_assets, all_checks, build_resources
+from pipelines.definitions import defs
 from resources import GardenerResource, StoreResource
 
 
@@ -30,33 +38,43 @@ def persistent_instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-def resources_for(store_url: str, **overrides: Any) -> dict[str, Any]:
-    """The code location's resources, on the given store (the one the gardener tends too),
-    with any of them replaced."""
-    on_store = {
-        "store": StoreResource(url=store_url),
-        "gardener": GardenerResource(store_url=store_url),
+def resource_config(resource: dg.ConfigurableResource) -> dict[str, Any]:
+    """A resource's settings as run configuration (unset optional fields left out)."""
+    return {k: v for k, v in resource.model_dump().items() if v is not None}
+
+
+def run_config_for(
+    store_url: str, log_level: str = "WARNING", **overrides: dg.ConfigurableResource
+) -> dict[str, Any]:
+    """Run configuration that points a job's resources at ``store_url`` (password masked)."""
+    url = masked_url(store_url)
+    chosen: dict[str, dg.ConfigurableResource] = {
+        "store": StoreResource(url=url),
+        "gardener": GardenerResource(store_url=url),
+        **overrides,
     }
-    return build_resources() | on_store | overrides
+    return {
+        "resources": {key: {"config": resource_config(r)} for key, r in chosen.items()},
+        "loggers": {"console": {"config": {"log_level": log_level}}},
+    }
 
 
-def run_assets(
+def run_job(
+    job_name: str,
     store_url: str,
     *,
-    groups: Sequence[str] | None = None,
     instance: dg.DagsterInstance | None = None,
     log_level: str = "WARNING",
-    **resource_overrides: Any,
+    tags: dict[str, str] | None = None,
+    **overrides: dg.ConfigurableResource,
 ) -> dg.ExecuteInProcessResult:
-    """Materialize the assets (and their checks) of the given groups, or all of them."""
-    selection = dg.AssetSelection.groups(*groups) if groups else dg.AssetSelection.all()
-    return dg.materialize(
-        [*all_assets, *all_checks],
-        selection=selection,
-        resources=resources_for(store_url, **resource_overrides),
+    """Execute one of the code location's jobs in this process; failures are in the result."""
+    job = defs.resolve_job_def(job_name)
+    return job.execute_in_process(
+        run_config=run_config_for(store_url, log_level, **overrides),
         instance=instance,
         raise_on_error=False,
-        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        tags={"memvault/started_by": "cli", **(tags or {})},
     )
 
 
@@ -72,3 +90,17 @@ def materializations(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, A
 def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
     """Check name → passed, for every check evaluated in a result."""
     return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+
+
+def failures(result: dg.ExecuteInProcessResult) -> list[str]:
+    """One line per failed step: the step and the cause the asset gave."""
+    lines = []
+    for event in result.all_events:
+        if event.is_step_failure and event.step_key:
+            error = event.step_failure_data.error
+            cause = error.message.strip().splitlines()[0] if error else "failed"
+            user = getattr(event.step_failure_data, "user_failure_data", None)
+            if user is not None and user.description:
+                cause = user.description
+            lines.append(f"{event.step_key}: {cause}")
+    return lines

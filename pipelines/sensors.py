@@ -1,4 +1,8 @@
-"""``dream_gate_sensor`` (D6): a dream starts only when > 24 h passed AND ≥ 5 sessions arrived.
+"""``dream_gate_sensor``: a dream starts only when more than 24 h passed AND 5 sessions arrived.
+
+The two thresholds are the ``dream`` resource's ``gate_hours`` and
+``gate_sessions`` (``MEMVAULT_DREAM_GATE_HOURS`` / ``_SESSIONS``), the same
+values ``memvault dream`` honours.
 
 The gate state is read from the Dagster instance — the metadata of the last
 ``collected_sessions`` and ``dream_prune`` materializations — never from the
@@ -11,12 +15,14 @@ there), and a dry run carries the previous real dream's time forward.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass
 
 import dagster as dg
 
-from memvault.dream import DreamConfig, evaluate_gate
+from memvault.dream import evaluate_gate
 from pipelines.jobs import dream_job
+from resources import DreamResource
 
 COLLECTED = dg.AssetKey("collected_sessions")
 PRUNED = dg.AssetKey("dream_prune")
@@ -60,13 +66,21 @@ def gate_inputs(instance: dg.DagsterInstance) -> GateInputs:
     )
 
 
+#: Seconds between two evaluations of the gate (``MEMVAULT_DREAM_SENSOR_INTERVAL``, default 600).
+INTERVAL = int(os.environ.get("MEMVAULT_DREAM_SENSOR_INTERVAL") or 600)
+
+
 @dg.sensor(
     job=dream_job,
-    minimum_interval_seconds=600,
+    minimum_interval_seconds=INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Starts the dream when > 24 h passed since the last successful one AND >= 5 sessions arrived.",
+    description="Starts the dream when both gates open: more than gate_hours (24) since the last "
+    "successful dream AND at least gate_sessions (5) new sessions collected since; the skip "
+    "reason names the gate that held.",
 )
-def dream_gate_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+def dream_gate_sensor(
+    context: dg.SensorEvaluationContext, dream: DreamResource
+) -> dg.SensorResult | dg.SkipReason:
     running = context.instance.get_runs(
         filters=dg.RunsFilter(job_name=dream_job.name, statuses=ACTIVE_STATUSES), limit=1
     )
@@ -76,7 +90,7 @@ def dream_gate_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | 
     if inputs.sessions_total is None:
         return dg.SkipReason("session gate: no collected_sessions materialization yet")
     now = dt.datetime.now(dt.UTC)
-    decision = evaluate_gate(now, inputs.last_dream_at, inputs.sessions_since, DreamConfig())
+    decision = evaluate_gate(now, inputs.last_dream_at, inputs.sessions_since, dream.config())
     if not decision.run:
         return dg.SkipReason(decision.reason)
     last = int(inputs.last_dream_at.timestamp()) if inputs.last_dream_at else 0

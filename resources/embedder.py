@@ -9,7 +9,9 @@ from memvault.embed import Embedder, make_embedder
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    spec: str | None = Field(None, description="'minilm', 'hashing[:dim]' or 'openai:<model>'")
+    spec: str | None = Field(
+        default=None, description="'minilm', 'hashing[:dim]' or 'openai:<model>'"
+    )
 
     def build(self) -> Embedder:
         return make_embedder(self.spec)

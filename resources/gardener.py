@@ -9,7 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 import memvault
-from memvault.config import store_url
+from memvault.config import masked_url, store_url
 from memvault.gardener.adapter import GardenStore
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.state import GardenConfig
@@ -18,18 +18,21 @@ from memvault.gardener.state import GardenConfig
 class GardenerResource(dg.ConfigurableResource):
     """Stores to tend (default: the memvault store) and how; the ledger is a memvault store."""
 
-    store_url: str = Field(default_factory=store_url, description="Store to tend (MEMVAULT_STORE)")
+    store_url: str = Field(
+        default_factory=lambda: masked_url(store_url()),
+        description="Store to tend (MEMVAULT_STORE; a password shows as ***)",
+    )
     extra_stores: list[str] = Field(
         default_factory=list, description="More stores to tend, e.g. mcp+stdio:<command line>"
     )
     ledger_url: str | None = Field(
-        None,
+        default=None,
         description="memvault store for runs and proposals (default: the tended memvault store)",
     )
-    mode: str = Field("tend-and-propose", description="tend-and-propose or autonomous")
-    max_mutations: int = Field(25, ge=0, description="Mutation budget per run")
-    max_judgments: int = Field(50, ge=0, description="Judgment budget per run")
-    embedder: str | None = Field(None, description="Embedder spec for duplicate checks")
+    mode: str = Field(default="tend-and-propose", description="tend-and-propose or autonomous")
+    max_mutations: int = Field(default=25, ge=0, description="Mutation budget per run")
+    max_judgments: int = Field(default=50, ge=0, description="Judgment budget per run")
+    embedder: str | None = Field(default=None, description="Embedder spec for duplicate checks")
 
     def config(self) -> GardenConfig:
         return GardenConfig(

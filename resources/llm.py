@@ -12,11 +12,11 @@ class JudgeResource(dg.ConfigurableResource):
     """Fields left empty fall back to the MEMVAULT_LLM_* environment variables."""
 
     base_url: str | None = Field(
-        None, description="OpenAI-compatible endpoint (MEMVAULT_LLM_BASE_URL)"
+        default=None, description="OpenAI-compatible endpoint (MEMVAULT_LLM_BASE_URL)"
     )
-    model: str | None = Field(None, description="Primary model (MEMVAULT_LLM_MODEL)")
-    escalation_model: str | None = Field(None, description="Escalation model")
-    api_key: str | None = Field(None, description="API key; prefer dg.EnvVar")
+    model: str | None = Field(default=None, description="Primary model (MEMVAULT_LLM_MODEL)")
+    escalation_model: str | None = Field(default=None, description="Escalation model")
+    api_key: str | None = Field(default=None, description="API key; prefer dg.EnvVar")
 
     def settings(self) -> JudgeSettings:
         settings = JudgeSettings.from_env()

@@ -9,14 +9,22 @@ import dagster as dg
 from pydantic import Field
 
 import memvault
-from memvault.config import store_url
+from memvault.config import masked_url, store_url
 from memvault.store import Store
 
 
 class StoreResource(dg.ConfigurableResource):
-    """Where the memory lives: ``duckdb:///path`` (default) or ``postgresql://...``."""
+    """Where the memory lives: ``duckdb:///path`` (default) or ``postgresql://...``.
 
-    url: str = Field(default_factory=store_url, description="Store URL (MEMVAULT_STORE)")
+    A password in the URL is shown masked (``user:***@host``); it is read from
+    ``MEMVAULT_STORE_PASSWORD`` (or PostgreSQL's own ``PGPASSWORD`` / ``~/.pgpass``).
+    """
+
+    url: str = Field(
+        default_factory=lambda: masked_url(store_url()),
+        description="Store URL (MEMVAULT_STORE); a password shows as *** and is read from "
+        "MEMVAULT_STORE_PASSWORD",
+    )
 
     @contextmanager
     def open(self) -> Iterator[Store]:

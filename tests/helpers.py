@@ -46,3 +46,26 @@ def asset_metadata(result: Any, key: str) -> dict[str, Any]:
     if key not in found:
         raise AssertionError(f"{key} was not materialized")
     return found[key]
+
+
+#: Environment the CLI reads or sets (its global options set the MEMVAULT_* ones for the
+#: process); CLI tests start without them and leave none behind.
+CLI_ENVIRONMENT = (
+    "MEMVAULT_STORE",
+    "DAGSTER_HOME",
+    "MEMVAULT_LLM_BASE_URL",
+    "MEMVAULT_LLM_MODEL",
+    "MEMVAULT_LLM_ESCALATION_MODEL",
+    "MEMVAULT_EMBEDDER",
+)
+
+
+def clear_cli_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset ``CLI_ENVIRONMENT`` for a test and make sure none of it outlives the test.
+
+    (``monkeypatch.delenv`` of an unset variable records nothing to undo, so a value the
+    CLI sets during the test would leak; setting it first records "unset" as the original.)
+    """
+    for var in CLI_ENVIRONMENT:
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)

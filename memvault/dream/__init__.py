@@ -1,4 +1,4 @@
-"""The dream loop (SPEC §2): orient, signal, reflect, consolidate, prune — the core of each stage.
+"""The dream loop (design.md): orient, signal, reflect, consolidate, prune — the core of each stage.
 
 The Dagster assets in ``assets/dream.py`` are thin wrappers around these
 functions; ``memvault dream`` runs the same assets in-process.

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class DreamConfig(BaseModel):
-    """Tunables of one dream; the defaults are SPEC §2's."""
+    """Tunables of one dream; the defaults are design.md's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

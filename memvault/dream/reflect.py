@@ -19,7 +19,7 @@ from typing import Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from memvault.dream.orient import OrientStats
+from memvault.dream.orient import OrientStats, last_dream
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
@@ -259,6 +259,10 @@ class ReflectResult:
     gaps_updated: int = 0
 
 
+def dreamed_before(store: Store) -> bool:
+    return last_dream(store)[0] is not None
+
+
 def _stable_id(prefix: str, *parts: str) -> str:
     return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
@@ -279,10 +283,15 @@ def reflect(
 ) -> ReflectResult:
     """Ask the judge once; store its insights (as blocks) and gaps.
 
+    A dream with no new input since the last successful one reflects on nothing and
+    asks nothing (its snapshot would only restate what the last dream consolidated).
+
     An insight's id is derived from what it says and the entities it rests on, so an
     unchanged insight is never written twice (a dream with nothing new writes nothing),
     and a resumed run does not repeat what it wrote before the crash.
     """
+    if not any(snapshot.new_since_last_dream.values()) and dreamed_before(store):
+        return ReflectResult()  # nothing new since the last dream: nothing new to reflect on
     reply = judge.ask(REFLECT, snapshot)
     result = ReflectResult(insights=reply.insights[:max_insights], gaps=reply.gaps)
     if dry_run:

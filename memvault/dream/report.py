@@ -80,11 +80,25 @@ class DreamReport:
                 continue
             lines.append(f"## {stage}")
             for key, value in figures.items():
-                if key == "actions":
-                    continue
-                shown = json.dumps(value, default=str) if isinstance(value, dict | list) else value
-                lines.append(f"- {key}: {shown}")
+                if key != "actions":
+                    lines += _bullets(key, value)
         return "\n".join(lines) + "\n"
+
+
+def _bullets(key: str, value: Any, depth: int = 0) -> list[str]:
+    """A figure as markdown bullets: nested mappings and lists indented, never raw JSON."""
+    pad = "  " * depth
+    if isinstance(value, dict):
+        if not value:
+            return [f"{pad}- {key}: none"]
+        return [f"{pad}- {key}:"] + [
+            line for k, v in value.items() for line in _bullets(str(k), v, depth + 1)
+        ]
+    if isinstance(value, list):
+        if not value:
+            return [f"{pad}- {key}: none"]
+        return [f"{pad}- {key}:"] + [f"{pad}  - {item}" for item in value]
+    return [f"{pad}- {key}: {value}"]
 
 
 def save_report(store: Store, report: DreamReport) -> str:
@@ -114,3 +128,11 @@ def save_report(store: Store, report: DreamReport) -> str:
                 reason="dream report (resumed run)",
             )
     return artifact_id
+
+
+def rows_written(store: Store, run_id: str, phase: str) -> int:
+    """Audited changes a run made in one phase (both attempts, for a resumed run)."""
+    rows = store.fetch(
+        "SELECT count(*) FROM audit_log WHERE run_id = :r AND phase = :p", {"r": run_id, "p": phase}
+    )
+    return int(rows[0][0])

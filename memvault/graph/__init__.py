@@ -1,4 +1,4 @@
-"""The entity graph (SPEC §5): multi-signal edges, Leiden communities, personalized PageRank."""
+"""The entity graph (design.md): multi-signal edges, Leiden communities, personalized PageRank."""
 
 from memvault.graph.centrality import (
     CentralityReport,

@@ -1,6 +1,6 @@
-"""Settings of the entity graph (SPEC E1–E5): signal weights, threshold, priors, Leiden, PageRank.
+"""Settings of the entity graph (design.md E1–E5): signal weights, threshold, priors, Leiden, PageRank.
 
-Defaults are SPEC E2's weights. Everything is plain data, so the whole model
+Defaults are the E2 weights of docs/design.md. Everything is plain data, so the whole model
 loads from a dict (Dagster run config, a YAML file, an environment variable
 holding JSON) with ``GraphConfig.model_validate(...)``.
 """

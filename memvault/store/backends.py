@@ -8,7 +8,9 @@ connection handling) stay here.
 from __future__ import annotations
 
 import io
+import os
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +23,15 @@ from memvault.errors import StoreError
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for a DuckDB file another process holds (``MEMVAULT_LOCK_TIMEOUT``)."""
+    value = os.environ.get("MEMVAULT_LOCK_TIMEOUT") or "30"
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        raise StoreError(f"MEMVAULT_LOCK_TIMEOUT={value!r} is not a number of seconds") from None
 
 
 def ident(name: str) -> str:
@@ -121,22 +132,39 @@ class DuckDBBackend(_BulkInsert):
     name = "duckdb"
 
     def __init__(self, url: str, path: str, *, read_only: bool = False) -> None:
-        import duckdb
 
         self.url = url
         self.path = path
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.con = duckdb.connect(path, read_only=read_only)
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise StoreError(
-                    f"{path} is locked by another process (a DuckDB file has one writer at a time); "
-                    "wait for it to finish or stop it"
-                ) from exc
-            raise StoreError(f"cannot open {path}: {exc}") from exc
+        self.con = self._connect(path, read_only)
         self._depth = 0
+
+    @staticmethod
+    def _connect(path: str, read_only: bool) -> Any:
+        """Open the file, waiting a while (``MEMVAULT_LOCK_TIMEOUT`` seconds, default 30) when
+        another process holds it, then failing with a message that says so."""
+        import duckdb
+
+        timeout = lock_timeout()
+        deadline = time.monotonic() + timeout
+        pause = 0.05
+        while True:
+            try:
+                return duckdb.connect(path, read_only=read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise StoreError(f"cannot open {path}: {exc}") from exc
+                if time.monotonic() + pause > deadline:
+                    holder = re.search(r"\(PID (\d+)\)", str(exc))
+                    who = f" (PID {holder.group(1)})" if holder else ""
+                    raise StoreError(
+                        f"{path} is locked by another process{who} (a DuckDB file has one "
+                        f"writer at a time); waited {timeout:g} s (MEMVAULT_LOCK_TIMEOUT): "
+                        "let it finish, or stop it"
+                    ) from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     @staticmethod
     def _sql(sql: str) -> str:
@@ -214,7 +242,11 @@ class PostgresBackend(_BulkInsert):
     def __init__(self, url: str) -> None:
         import psycopg
 
-        self.url = url
+        from memvault.config import masked_url, unmasked_url
+
+        # The store's URL as shown everywhere keeps its password masked (it is in the env).
+        self.url = masked_url(url)
+        url = unmasked_url(url)
         parts = urlsplit(url)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         self.schema = ident(query.pop("schema", "memvault"))

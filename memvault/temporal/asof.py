@@ -1,4 +1,4 @@
-"""Point-in-time queries over the bi-temporal facts (SPEC §1).
+"""Point-in-time queries over the bi-temporal facts (design.md).
 
 ``asof(store, subject, predicate, at)`` answers "what was true on ``at``" from
 ``valid_at``/``invalid_at``; with ``known_at`` it answers "what did the store

@@ -303,5 +303,10 @@ def _apply_batch(
             if action.kind in ("coexist", "review") and action.pair_id:
                 counts[action.kind if action.pair_id in inserted else "already_applied"] += 1
     if reviews:
-        m.insert("review_queue", pl.DataFrame(reviews), action="queue", reason="T3: unsure verdict")
+        m.insert(
+            "review_queue",
+            pl.DataFrame(reviews),
+            action="queue",
+            reason="unsure verdict: a human decides",
+        )
     return counts

@@ -1,4 +1,4 @@
-"""Temporal conflict resolution (SPEC T1–T6), planned first and applied second.
+"""Temporal conflict resolution (design.md T1–T6), planned first and applied second.
 
 :func:`plan_conflicts` reads the store and decides; it writes nothing, so the
 dream can log a dry run (D7) and the idempotency check can re-plan after an
@@ -63,12 +63,12 @@ ActionKind = Literal["merge", "unmerge", "supersede", "reopen", "coexist", "revi
 #: Short reasons of the rules, written to the audit log (the triple's note says the details).
 RULES: dict[str, str] = {
     "restatement": "rule: the same object stated again (exact after normalization) is merged",
-    "timeline": "rule T6: a functional, volatile predicate holds one object at a time; "
+    "timeline": "rule (one value at a time): a functional, volatile predicate holds one object at a time; "
     "the later valid_at wins",
-    "reopen": "rule T6: the statement that superseded this one is gone, so it holds again",
-    "split_run": "rule T6: a statement of another object now lies between this restatement and "
+    "reopen": "rule (one value at a time): the statement that superseded this one is gone, so it holds again",
+    "split_run": "rule (one value at a time): a statement of another object now lies between this restatement and "
     "the statement it was merged into, so it starts a span of its own again",
-    "preference_chain": "rule T4: a newer version of the preference (attitudes chain) "
+    "preference_chain": "rule (preference versions): a newer version of the preference (attitudes chain) "
     "retires the older one, dated",
 }
 

@@ -1,4 +1,4 @@
-"""Grounding definitions (SPEC L2): what each canonical predicate means, and the triples that break them.
+"""Grounding definitions (design.md L2): what each canonical predicate means, and the triples that break them.
 
 Conflict resolution reads the definitions to settle the obvious cases by rule
 (T6: a functional, volatile predicate has one object at a time, the later

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.definitions import defs
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, clear_cli_environment
 
 SMALL = FIXTURES / "small_history.jsonl"
 
@@ -19,8 +20,7 @@ SMALL = FIXTURES / "small_history.jsonl"
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Run the CLI in an empty working directory; returns (exit code, stdout, stderr)."""
     monkeypatch.chdir(tmp_path)
-    for var in ("MEMVAULT_STORE", "DAGSTER_HOME", "MEMVAULT_LLM_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+    clear_cli_environment(monkeypatch)
     monkeypatch.setenv("MEMVAULT_CLAUDE_PROJECTS", "none")
     runner = CliRunner()
 
@@ -107,7 +107,14 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     assert summary["after"]["embeddings"] >= summary["after"]["blocks"]
     graph = defs.resolve_asset_graph()
     assert set(summary["assets"]) == {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert summary["assets"]["dream_consolidate"]["applied"].get("supersede", 0) >= 1
+    assert summary["assets"]["dream_consolidate"]["supersedes"] >= 1
+    # Each job of the night is a named run in the instance the UI reads.
+    assert set(summary["dagster_runs"]) == {"collect_job", "dream_job", "garden_job"}
+    with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
+        for job, run_id in summary["dagster_runs"].items():
+            run = instance.get_run_by_id(run_id)
+            assert run is not None and run.job_name == job
+            assert run.status == dg.DagsterRunStatus.SUCCESS
     # Every track works on the demo store: the gardener too, and nothing touches the default.
     assert "demo.duckdb" in summary["assets"]["garden_report"]["resume_point"]
     assert not (tmp_path / ".memvault" / "memvault.duckdb").exists()

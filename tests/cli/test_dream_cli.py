@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
+import memvault
 from pipelines.cli import app
 from tests.dagster.dream_support import seed_demo_store
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, clear_cli_environment
 
 
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
-    for var in ("MEMVAULT_STORE", "DAGSTER_HOME", "MEMVAULT_LLM_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+    clear_cli_environment(monkeypatch)
     runner = CliRunner()
 
     def run(*args: str) -> tuple[int, str, str]:
@@ -79,3 +80,50 @@ def test_asof_errors_are_one_line(cli, tmp_path: Path) -> None:
     assert code == 1 and "no entity has the id or name 'Nobody Atall'" in err
     code, _, err = cli("asof", "Ada Lovelace", "--at", "yesterday-ish")
     assert code == 1 and "--at 'yesterday-ish' is not a date" in err
+
+
+def test_force_twice_the_second_dream_does_nothing_and_asks_nothing(cli, tmp_path: Path) -> None:
+    store = f"duckdb://{tmp_path / 'demo.duckdb'}"
+    seed_demo_store(store, tmp_path, sessions=30)
+    code, out, err = cli("dream", "--store", store, "--force", "--json")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["actions"].get("insight", 0) >= 1 and first["actions"].get("supersede", 0) >= 1
+    code, out, err = cli("dream", "--store", store, "--force", "--json")
+    assert code == 0, err
+    second = json.loads(out)
+    assert second["run_id"] != first["run_id"]
+    assert second["actions"] and all(n == 0 for n in second["actions"].values()), second["actions"]
+    assert second["llm_calls"] == 0
+    with memvault.open(store) as handle:
+        insights = handle.fetch("SELECT count(*) FROM blocks WHERE kind = 'insight'")[0][0]
+    assert insights == first["actions"]["insight"], "an unchanged insight is not written again"
+    # Both dreams are runs of dream_job in the instance the UI reads.
+    with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
+        for summary in (first, second):
+            run = instance.get_run_by_id(summary["dagster_run_id"])
+            assert run is not None and run.job_name == "dream_job"
+
+
+def test_the_gate_settings_are_honoured(cli, tmp_path: Path, monkeypatch) -> None:
+    store = f"duckdb://{tmp_path / 'demo.duckdb'}"
+    seed_demo_store(store, tmp_path, sessions=6)
+    assert cli("dream", "--store", store, "--force", "--json")[0] == 0
+    code, out, _ = cli("dream", "--store", store, "--json")
+    assert "time gate" in json.loads(out)["skipped_reason"]
+    # A gate of zero hours and one session opens once a session arrives.
+    one = tmp_path / "one-session.jsonl"
+    one.write_text(
+        '{"type":"session","id":"s-new","source":"test","started_at":"2026-11-01T10:00:00Z"}\n'
+    )
+    assert cli("ingest", str(one), "--store", store)[0] == 0
+    code, out, _ = cli("dream", "--store", store, "--gate-hours", "0.000001", "--gate-sessions",
+                       "1", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["skipped_reason"] is None
+    # The same from the environment (the dream resource reads it), now with nothing new.
+    monkeypatch.setenv("MEMVAULT_DREAM_GATE_HOURS", "0.000001")
+    monkeypatch.setenv("MEMVAULT_DREAM_GATE_SESSIONS", "1")
+    code, out, _ = cli("dream", "--store", store, "--json")
+    assert json.loads(out)["skipped_reason"] == (
+        "session gate: 0 new session(s) since the last dream (needs >= 1)"
+    )

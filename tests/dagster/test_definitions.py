@@ -43,10 +43,17 @@ def test_asset_graph_snapshot() -> None:
     assert actual == EXPECTED_GRAPH
 
 
-def test_store_writers_share_one_pool() -> None:
-    graph = defs.resolve_asset_graph()
-    pools = {key.to_user_string(): set(graph.get(key).pools) for key in graph.get_all_asset_keys()}
-    assert all(p == {"memvault_store"} for p in pools.values()), pools
+JOBS = ("collect_job", "dream_job", "garden_job")
+
+
+def test_every_step_that_opens_the_store_shares_one_pool() -> None:
+    """Assets and checks alike: under the multiprocess executor a check runs beside the next
+    asset unless the pool (limit 1 in dagster.yaml) keeps them apart on a DuckDB file."""
+    for name in JOBS:
+        ops = defs.resolve_job_def(name).graph.node_defs
+        assert ops and {op.name: op.pool for op in ops} == dict.fromkeys(
+            (op.name for op in ops), "memvault_store"
+        ), name
 
 
 def test_checks_and_schedules() -> None:
@@ -70,6 +77,7 @@ def test_checks_and_schedules() -> None:
         "no_data_loss",
         "bitemporal_consistency",
         "idempotency",
+        "garden_run_audited",
     }
     assert defs.resolve_sensor_def("dream_gate_sensor").job_name == "dream_job"
     schedule = defs.resolve_schedule_def("collector_daily")

@@ -16,7 +16,7 @@ from memvault.demo.generator import GroundTruth
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
 from memvault.temporal import asof
-from resources import DreamResource, JudgeResource, StoreResource
+from resources import DreamResource, JudgeResource
 from tests.dagster.dream_support import resume_job, run_dream, seed_demo_store
 from tests.helpers import asset_metadata as metadata
 from tests.helpers import export_text, table_dump
@@ -43,7 +43,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     }
     consolidate = metadata(first, "dream_consolidate")
     assert consolidate["judge"] == "heuristic" and consolidate["llm_calls"] == 0
-    assert consolidate["applied"].get("supersede", 0) >= len(truth.employer_timeline) - 1
+    assert consolidate["supersedes"] >= len(truth.employer_timeline) - 1
     prune = metadata(first, "dream_prune")
     assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
     reflect = metadata(first, "dream_reflect")
@@ -64,8 +64,8 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     second = run_dream(url)
     assert second.success
     again = metadata(second, "dream_consolidate")
-    assert again["applied"] == {} and again["llm_calls"] == 0
-    assert again["plan"]["candidates"] == 0 or sum(again["planned"].values()) == 0
+    assert again["rows_written"] == 0 and again["llm_calls"] == 0
+    assert again["merges"] == again["supersedes"] == again["unmerges"] == 0
     with memvault.open(url) as store:
         # Only new insights/report rows: no fact, entity or session changed.
         assert _facts(export_text(store)) == _facts(before)
@@ -90,7 +90,10 @@ def test_dry_run_writes_nothing(demo: tuple[str, GroundTruth]) -> None:
         before = {t: table_dump(store, t) for t in tables}
     result = run_dream(url, dream=DreamResource(dry_run=True))
     assert result.success
-    planned = metadata(result, "dream_consolidate")["planned"]
+    planned = {
+        "supersede": metadata(result, "dream_consolidate")["supersedes"],
+        "merge": metadata(result, "dream_consolidate")["merges"],
+    }
     assert planned.get("supersede", 0) > 0, "a dry run still shows the decisions"
     with memvault.open(url) as store:
         assert {t: table_dump(store, t) for t in tables} == before
@@ -228,10 +231,9 @@ def test_the_checks_fail_on_broken_data(tmp_path: Path) -> None:
     url = f"duckdb://{tmp_path / 'store.duckdb'}"
     seed_demo_store(url, tmp_path)
     assert run_dream(url).success
-    store_res, dream_res = StoreResource(url=url), DreamResource()
-    assert no_data_loss(store=store_res, dream=dream_res).passed
-    assert bitemporal_consistency(store=store_res, dream=dream_res).passed
     with memvault.open(url) as store:
+        assert no_data_loss(store).passed
+        assert bitemporal_consistency(store).passed
         # A merge whose survivor forgot what it absorbed, and a retired job brought back.
         merged = store.fetch("SELECT superseded_by FROM triples WHERE status = 'merged' LIMIT 1")[
             0
@@ -244,9 +246,19 @@ def test_the_checks_fail_on_broken_data(tmp_path: Path) -> None:
         store.backend.execute(
             "UPDATE triples SET predicate = 'owns_pet' WHERE id = :id", {"id": merged}
         )
-    lost = no_data_loss(store=store_res, dream=dream_res)
-    assert not lost.passed and lost.metadata["violations"].value >= 1
-    overlap = bitemporal_consistency(store=store_res, dream=dream_res)
-    assert not overlap.passed and overlap.severity == dg.AssetCheckSeverity.ERROR
-    unknown = grounding(store=store_res)
-    assert not unknown.passed and "owns_pet" in str(unknown.metadata["sample"].value)
+        lost = no_data_loss(store)
+        assert not lost.passed and lost.metadata["violations"].value >= 1
+        overlap = bitemporal_consistency(store)
+        assert not overlap.passed and overlap.severity == dg.AssetCheckSeverity.ERROR
+        unknown = grounding(store)
+        assert not unknown.passed and "owns_pet" in str(unknown.metadata["sample"].value)
+    # In a dream run (which re-dates the revived job by rule) a lost fact still stops prune:
+    # the dream does not count as done.
+    result = run_dream(url)
+    assert not result.success
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert {"no_data_loss", "grounding"} <= failed
+    assert "dream_prune" not in {
+        e.event_specific_data.materialization.asset_key.to_user_string()  # type: ignore[union-attr]
+        for e in result.get_asset_materialization_events()
+    }

@@ -1,4 +1,4 @@
-"""dream_gate_sensor (D6): every branch, from what the Dagster instance records.
+"""dream_gate_sensor: every branch, from what the Dagster instance records.
 
 The gate state is materialization metadata of ``collected_sessions`` and
 ``dream_prune``; these tests record such materializations on a test instance
@@ -13,7 +13,9 @@ from collections.abc import Iterator
 import dagster as dg
 import pytest
 
+from pipelines.definitions import build_resources
 from pipelines.sensors import dream_gate_sensor
+from resources import DreamResource
 
 
 @pytest.fixture
@@ -37,7 +39,7 @@ def dreamed(
         dg.AssetMaterialization(
             "dream_prune",
             metadata={
-                "last_dream_at": dg.MetadataValue.float(when.timestamp()),
+                "last_dream_at": dg.MetadataValue.timestamp(when),
                 "sessions_total_at_last_dream": -1 if dry_run else sessions_total,
                 "dry_run": dry_run,
             },
@@ -45,8 +47,13 @@ def dreamed(
     )
 
 
-def evaluate(instance: dg.DagsterInstance) -> dg.SensorResult | dg.SkipReason:
-    return dream_gate_sensor(dg.build_sensor_context(instance=instance))
+def evaluate(
+    instance: dg.DagsterInstance, dream: DreamResource | None = None
+) -> dg.SensorResult | dg.SkipReason:
+    context = dg.build_sensor_context(
+        instance=instance, resources={"dream": dream or DreamResource()}
+    )
+    return dream_gate_sensor(context)
 
 
 def test_nothing_collected_yet_skips(instance: dg.DagsterInstance) -> None:
@@ -129,3 +136,29 @@ def test_busy_when_a_dream_is_running(instance: dg.DagsterInstance) -> None:
     result = evaluate(instance)
     assert isinstance(result, dg.SkipReason)
     assert result.skip_message.startswith("busy: dream run")
+
+
+def test_the_configured_gate_is_honoured(instance: dg.DagsterInstance) -> None:
+    dreamed(instance, hours_ago=3, sessions_total=10)
+    collected(instance, 12)
+    default = evaluate(instance)  # 24 h and 5 sessions: both hold
+    assert isinstance(default, dg.SkipReason) and "needs > 24 h" in default.skip_message
+    opened = evaluate(instance, DreamResource(gate_hours=2, gate_sessions=2))
+    assert isinstance(opened, dg.SensorResult)
+    held = evaluate(instance, DreamResource(gate_hours=2, gate_sessions=3))
+    assert isinstance(held, dg.SkipReason)
+    assert held.skip_message == "session gate: 2 new session(s) since the last dream (needs >= 3)"
+
+
+def test_the_code_location_reads_the_gate_from_the_environment(
+    instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMVAULT_DREAM_GATE_HOURS", "1.5")
+    monkeypatch.setenv("MEMVAULT_DREAM_GATE_SESSIONS", "1")
+    dreamed(instance, hours_ago=2, sessions_total=10)
+    collected(instance, 11)
+    result = evaluate(instance, build_resources()["dream"])  # type: ignore[arg-type]
+    assert isinstance(result, dg.SensorResult)
+    assert (
+        "2.0 h since the last dream, 1 new sessions" in result.run_requests[0].tags["memvault/gate"]
+    )

@@ -102,3 +102,76 @@ def test_job_and_schedule_cover_the_group() -> None:
         spec = next(iter(asset.specs))
         assert spec.group_name == "gardener"
         assert asset.op.pool == "memvault_store"
+
+
+def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
+    return {
+        e.event_specific_data.materialization.asset_key.to_user_string()  # type: ignore[union-attr]
+        for e in result.get_asset_materialization_events()
+    }
+
+
+def test_a_failing_phase_fails_its_asset_and_its_retry_continues(
+    small_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.gardener import run as garden_run
+
+    calls = {"n": 0}
+    real = garden_run.PHASE_FUNCTIONS["decay"]
+
+    def flaky(ctx):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("the store went away for a moment")
+        real(ctx)
+
+    monkeypatch.setitem(garden_run.PHASE_FUNCTIONS, "decay", flaky)
+    resources = {"gardener": GardenerResource(store_url=small_store), "llm": JudgeResource()}
+    result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
+    assert result.success and calls["n"] == 2
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    assert [e.step_key for e in failures] == ["garden_decay"]
+    assert asset_metadata(result, "garden_report")["outcome"] == "succeeded"
+
+    calls["n"] = -100  # now it fails every time: the asset fails, nothing after it runs
+    monkeypatch.setitem(garden_run.PHASE_FUNCTIONS, "decay", lambda ctx: 1 / 0)
+    broken = dg.materialize(
+        [*ASSETS, garden_run_audited], resources=resources, raise_on_error=False
+    )
+    assert not broken.success
+    assert _materialized(broken) == {"garden_survey", "garden_dedup"}
+    with memvault.open(small_store) as store:
+        ledger = Ledger(store)
+        run_id = ledger.run_for_dagster(broken.run_id)
+        assert run_id is not None
+        state = ledger.load_state(run_id)
+    [stop] = [s["stop"] for s in state["stores"].values()]
+    assert stop["phase"] == "decay" and stop["reason"].startswith("error")
+    assert any("ZeroDivisionError" in e for e in state["errors"])
+
+
+def test_a_failed_outcome_fails_the_report(
+    small_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
+
+    def no_room(self, label):  # type: ignore[no-untyped-def]
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(MemvaultGardenStore, "backup", no_room)
+    resources = {
+        "gardener": GardenerResource(store_url=small_store, mode="autonomous"),
+        "llm": JudgeResource(),
+    }
+    result = dg.materialize(
+        [*ASSETS, garden_run_audited], resources=resources, raise_on_error=False
+    )
+    assert not result.success
+    assert "garden_report" not in _materialized(result)
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "garden_report"
+    assert "mandatory backup" in str(failure.step_failure_data.user_failure_data.description)  # type: ignore[union-attr]
+    with memvault.open(small_store) as store:  # a blocked store got no mutation at all
+        assert not store.fetch(
+            "SELECT 1 FROM audit_log WHERE target_table = 'blocks' AND phase <> 'ingest'"
+        )

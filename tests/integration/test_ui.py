@@ -1,4 +1,10 @@
-"""`memvault ui` serves Dagster's UI on memvault's asset graph (a real webserver, queried over HTTP)."""
+"""`memvault ui`: a real webserver and daemon, driven over GraphQL as the UI drives them.
+
+The collector and the gardener are launched from the "launchpad" (the
+webserver's GraphQL API, the queued run coordinator, the daemon, a run worker,
+the multiprocess executor); the dream is started by the daemon from
+``dream_gate_sensor`` once the collector has reported enough sessions.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,18 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
+from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.definitions import defs
+from tests.dagster.dream_support import seed_demo_store
 
 pytestmark = pytest.mark.integration
+LOCATION = "pipelines.definitions"
 
 
 def _free_port() -> int:
@@ -25,48 +36,112 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _asset_keys(port: int) -> list[str]:
-    query = json.dumps({"query": "{ assetNodes { assetKey { path } } }"}).encode()
+def _graphql(port: int, query: str) -> dict:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=query, headers={"content-type": "application/json"}
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        nodes = json.load(response)["data"]["assetNodes"]
-    return sorted("/".join(n["assetKey"]["path"]) for n in nodes)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["data"]
 
 
-def test_ui_serves_the_asset_graph(tmp_path: Path) -> None:
+class UI:
+    def __init__(self, port: int, home: Path, process: subprocess.Popen[bytes]) -> None:
+        self.port, self.home, self.process = port, home, process
+        self.client = DagsterGraphQLClient("127.0.0.1", port_number=port)
+
+    def wait(self, run_id: str, timeout: float = 300) -> dg.DagsterRunStatus:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.client.get_run_status(run_id)
+            if status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE):
+                return status
+            time.sleep(2)
+        raise AssertionError(f"run {run_id} still {status} after {timeout} s")
+
+    def launch(self, job: str) -> str:
+        return self.client.submit_job_execution(
+            job, repository_location_name=LOCATION, repository_name="__repository__"
+        )
+
+
+@pytest.fixture
+def ui(tmp_path: Path) -> Iterator[UI]:
     port = _free_port()
-    env = os.environ | {"MEMVAULT_STORE": f"duckdb://{tmp_path / 's.duckdb'}"}
-    env.pop("DAGSTER_HOME", None)
+    store = f"duckdb://{tmp_path / 'store.duckdb'}"
+    seed_demo_store(store, tmp_path, sessions=24)
+    env = os.environ | {
+        "MEMVAULT_STORE": store,
+        "MEMVAULT_EMBEDDER": "hashing",
+        "MEMVAULT_CLAUDE_PROJECTS": "none",
+        "MEMVAULT_INBOX": str(tmp_path / "inbox"),
+        "MEMVAULT_DREAM_SENSOR_INTERVAL": "5",
+    }
+    for name in ("DAGSTER_HOME", "MEMVAULT_LLM_BASE_URL"):
+        env.pop(name, None)
     cli = Path(sys.executable).with_name("memvault")
+    log = (tmp_path / "ui.log").open("wb")
     process = subprocess.Popen(
         [str(cli), "ui", "--port", str(port)],
         cwd=tmp_path,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 120
         while True:
             try:
-                keys = _asset_keys(port)
+                _graphql(port, "{ version }")
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        process.stderr.read().decode() if process.stderr else "no output"
-                    ) from None
+                    raise AssertionError((tmp_path / "ui.log").read_text()[-3000:]) from None
                 time.sleep(1)
-        graph = defs.resolve_asset_graph()
-        assert keys == sorted(k.to_user_string() for k in graph.get_all_asset_keys())
-        assert {"collected_sessions", "dream_prune", "garden_report"} <= set(keys)
-        assert (tmp_path / ".dagster" / "dagster.yaml").exists()
+        yield UI(port, tmp_path / ".dagster", process)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_the_ui_serves_the_asset_graph_and_runs_a_night(ui: UI, tmp_path: Path) -> None:
+    nodes = _graphql(ui.port, "{ assetNodes { assetKey { path } } }")["assetNodes"]
+    keys = sorted("/".join(n["assetKey"]["path"]) for n in nodes)
+    graph = defs.resolve_asset_graph()
+    assert keys == sorted(k.to_user_string() for k in graph.get_all_asset_keys())
+    assert (ui.home / "dagster.yaml").exists()
+    output = (tmp_path / "ui.log").read_text()
+    assert "is not set" not in output, "no warning about where the instance lives"
+    assert "superseded" not in output, "the current dev command"
+
+    collect = ui.launch("collect_job")
+    assert ui.wait(collect) == dg.DagsterRunStatus.SUCCESS
+
+    # The daemon's sensor sees 24 collected sessions and no dream yet: it starts dream_job.
+    deadline = time.monotonic() + 180
+    with dg.DagsterInstance.from_config(str(ui.home)) as instance:
+        while True:
+            dreams = instance.get_runs(dg.RunsFilter(job_name="dream_job"))
+            if dreams or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert dreams, "dream_gate_sensor did not start dream_job"
+        dream = dreams[0]
+        assert dream.tags.get("dagster/sensor_name") == "dream_gate_sensor"
+        assert ui.wait(dream.run_id) == dg.DagsterRunStatus.SUCCESS
+
+    garden = ui.launch("garden_job")
+    assert ui.wait(garden) == dg.DagsterRunStatus.SUCCESS
+    with dg.DagsterInstance.from_config(str(ui.home)) as instance:
+        for run_id in (collect, garden):
+            run = instance.get_run_by_id(run_id)
+            assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
+        report = instance.get_latest_materialization_event(dg.AssetKey("garden_report"))
+        assert report is not None
+        assert report.asset_materialization.metadata["outcome"].value == "succeeded"  # type: ignore[union-attr]

@@ -1,4 +1,4 @@
-"""GD7/GD8: the report renders in the SPEC's format and parses back; the outcome line."""
+"""GD7/GD8: the report renders in its fixed format and parses back; the outcome line."""
 
 from __future__ import annotations
 

@@ -1,0 +1,87 @@
+"""What the assets of every track share: the store pool, owners, kinds and metadata helpers.
+
+Metadata is written for the Dagster UI: flat numbers it can plot over runs,
+times as timestamps, and nested detail as a small markdown table rather than
+a raw dictionary.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import dagster as dg
+
+from memvault.config import store_url
+from memvault.judge.base import Judge
+
+#: DuckDB has one writer process: every step that opens the store (asset or check) runs in
+#: this pool, whose limit is 1 (dagster.yaml), so no two steps of any run hold the file at once.
+STORE_POOL = "memvault_store"
+
+#: Who answers for these assets in the UI's catalog.
+OWNERS = ["team:memvault"]
+
+
+def store_kind() -> str:
+    """The kind badge of the configured store (read when the code location loads)."""
+    return "postgres" if store_url().lower().startswith("postgres") else "duckdb"
+
+
+def kinds(*extra: str, llm: bool = False) -> set[str]:
+    """The store's kind, the given ones, and ``openai`` only when an LLM endpoint is configured
+    (Dagster shows at most three)."""
+    chosen = [store_kind()]
+    if llm and os.environ.get("MEMVAULT_LLM_BASE_URL", "").strip():
+        chosen.append("openai")
+    return set(list(dict.fromkeys([*chosen, *extra]))[:3])
+
+
+def timestamp(value: dt.datetime | None) -> dg.MetadataValue:
+    """A time as a timestamp the UI renders (naive times are UTC); ``never`` for None."""
+    if value is None:
+        return dg.MetadataValue.text("never")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return dg.MetadataValue.timestamp(value)
+
+
+def md_table(
+    rows: Mapping[str, Any] | Iterable[Mapping[str, Any]], columns: tuple[str, ...] = ()
+) -> dg.MetadataValue:
+    """A mapping (name → value) or a list of records as a markdown table."""
+    if isinstance(rows, Mapping):
+        columns = columns or ("name", "value")
+        records = [dict(zip(columns, item, strict=True)) for item in rows.items()]
+    else:
+        records = [dict(r) for r in rows]
+        columns = columns or tuple(dict.fromkeys(k for r in records for k in r))
+    if not records:
+        return dg.MetadataValue.md("_none_")
+
+    def cell(value: Any) -> str:
+        text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in records),
+    ]
+    return dg.MetadataValue.md("\n".join(lines))
+
+
+def judge_metadata(judge: Judge, before: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Flat counters of the judge's work (since ``before``, a ``stats.as_dict()``)."""
+    now = judge.stats.as_dict()
+    used = {k: v - (before or {}).get(k, 0) for k, v in now.items()}
+    return {
+        "judge": judge.kind,
+        "llm_calls": used["calls"],
+        "llm_escalations": used["escalations"],
+        "llm_tokens": used["prompt_tokens"] + used["completion_tokens"],
+        "llm_cache_hits": used["cache_hits"],
+        "heuristic_answers": used["heuristic_answers"],
+    }

@@ -1,0 +1,144 @@
+"""The jobs launched the way a deployment launches them, not ``materialize`` in this process.
+
+Each launch is a process of its own (as a run worker is) that rebuilds the job
+from the code location (``pipelines.definitions``) and runs it under the
+code location's multiprocess executor, one process per step, on a Dagster
+instance on disk configured like a user's (``dagster.yaml``: the
+``memvault_store`` pool holds one step at a time). On a DuckDB store a check
+that opened the file beside the next asset would fail the run with "locked by
+another process"; on PostgreSQL the same night runs on a PostgreSQL instance
+(``deploy/dagster.postgres.yaml``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+import memvault
+from tests.dagster.dream_support import seed_demo_store
+
+ROOT = Path(__file__).resolve().parents[2]
+NIGHT = ("collect_job", "dream_job", "garden_job")
+
+
+def launch(home: Path, job: str, store_url: str, *extra: str) -> str:
+    """Run ``job`` in a fresh process on the instance at ``home``; returns the run id."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.dagster.launcher", job, store_url, *extra],
+        cwd=ROOT,
+        env=os.environ | {"DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _check_run(instance: dg.DagsterInstance, run_id: str, job: str) -> None:
+    run = instance.get_run_by_id(run_id)
+    assert run is not None and run.job_name == job
+    records = instance.all_logs(run_id)
+    failures = [r.user_message for r in records if r.dagster_event and r.dagster_event.is_failure]
+    assert run.status == dg.DagsterRunStatus.SUCCESS, (job, failures)
+    events = [r.dagster_event for r in records if r.dagster_event]
+    checks = [
+        e.event_specific_data for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert checks and all(c.passed for c in checks), (job, checks)  # type: ignore[union-attr]
+    workers = {e.step_key for e in events if e.event_type_value == "STEP_WORKER_STARTED"}
+    steps = {e.step_key for e in events if e.event_type_value == "STEP_SUCCESS"}
+    assert steps and workers == steps, "every step ran in a process of its own"
+
+
+def _night(home: Path, store_url: str) -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    for job in NIGHT:
+        started = time.monotonic()
+        run_id = launch(home, job, store_url)
+        seconds[job] = round(time.monotonic() - started, 1)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            _check_run(instance, run_id, job)
+    return seconds
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
+    monkeypatch.setenv("MEMVAULT_CLAUDE_PROJECTS", "none")
+    monkeypatch.setenv("MEMVAULT_INBOX", str(tmp_path / "inbox"))
+    monkeypatch.delenv("MEMVAULT_LLM_BASE_URL", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def sqlite_home(env: Path) -> Path:
+    home = env / "dagster_home"
+    home.mkdir()
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    return home
+
+
+def test_a_night_of_jobs_on_duckdb_through_the_multiprocess_executor(
+    env: Path, sqlite_home: Path
+) -> None:
+    url = f"duckdb://{env / 'store.duckdb'}"
+    seed_demo_store(url, env, sessions=24)
+    seconds = _night(sqlite_home, url)
+    with memvault.open(url) as store:
+        kinds = {r[0] for r in store.fetch("SELECT kind FROM runs WHERE status = 'succeeded'")}
+    assert {"dream", "garden"} <= kinds
+    print(f"\nDuckDB store, SQLite instance, multiprocess executor: {seconds}")
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+def test_a_night_of_jobs_on_postgres_through_the_multiprocess_executor(
+    env: Path, store_url: str, pg_dagster_home: Path
+) -> None:
+    seed_demo_store(store_url, env, sessions=24)
+    seconds = _night(pg_dagster_home, store_url)
+    with dg.DagsterInstance.from_config(str(pg_dagster_home)) as instance:
+        assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+    print(f"\nPostgreSQL store, PostgreSQL instance, multiprocess executor: {seconds}")
+
+
+def test_a_failed_dream_is_re_executed_from_the_failed_step(env: Path, sqlite_home: Path) -> None:
+    """The UI's "re-execute from failure": the same dream (its run id) goes on, nothing twice."""
+    url = f"duckdb://{env / 'store.duckdb'}"
+    seed_demo_store(url, env, sessions=24)
+    env_before = os.environ.get("MEMVAULT_LOCK_TIMEOUT")
+    os.environ["MEMVAULT_LOCK_TIMEOUT"] = "0"
+    try:
+        blocker = memvault.open(url)  # another process holds the DuckDB file: orient cannot open it
+        try:
+            first = launch(sqlite_home, "dream_job", url)
+        finally:
+            blocker.close()
+    finally:
+        if env_before is None:
+            os.environ.pop("MEMVAULT_LOCK_TIMEOUT")
+        else:
+            os.environ["MEMVAULT_LOCK_TIMEOUT"] = env_before
+    with dg.DagsterInstance.from_config(str(sqlite_home)) as instance:
+        run = instance.get_run_by_id(first)
+        assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+        messages = [r.dagster_event for r in instance.all_logs(first) if r.dagster_event]
+        [failure] = [e for e in messages if e.is_step_failure]
+        assert failure.step_key == "dream_orient"
+        assert "locked by another process" in str(failure.step_failure_data.error)  # type: ignore[union-attr]
+    retry = launch(sqlite_home, "dream_job", url, "--reexecute-from-failure", first)
+    with dg.DagsterInstance.from_config(str(sqlite_home)) as instance:
+        _check_run(instance, retry, "dream_job")
+        run = instance.get_run_by_id(retry)
+        assert run is not None and run.parent_run_id == first and run.root_run_id == first
+    with memvault.open(url) as store:
+        dreams = store.fetch("SELECT id, status FROM runs WHERE kind = 'dream'")
+    assert len(dreams) == 1 and dreams[0][1] == "succeeded", dreams
