@@ -1,4 +1,4 @@
--- memvault schema, version 1: every table of SPEC §1, portable between DuckDB and PostgreSQL.
+-- memvault schema, version 1: every table of design.md, portable between DuckDB and PostgreSQL.
 --
 -- Portability rules kept here: TEXT/BIGINT/INTEGER/DOUBLE PRECISION/BOOLEAN/TIMESTAMP/DATE/BYTEA
 -- only; times are naive UTC; lists and objects are JSON held in TEXT; ids are TEXT; sequences
