@@ -25,6 +25,14 @@ _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def sql_literal(text: str) -> str:
+    """``text`` as a quoted SQL string literal, for the few statements that take no parameters
+    (DuckDB's ``EXPORT`` / ``IMPORT DATABASE``): single quotes doubled, NUL refused."""
+    if "\x00" in text:
+        raise StoreError(f"a NUL character cannot be part of an SQL string: {text!r}")
+    return "'" + text.replace("'", "''") + "'"
+
+
 def lock_timeout() -> float:
     """Seconds to wait for a DuckDB file another process holds (``MEMVAULT_LOCK_TIMEOUT``)."""
     value = os.environ.get("MEMVAULT_LOCK_TIMEOUT") or "30"

@@ -50,7 +50,7 @@ from memvault.gardener.adapter import (
 from memvault.gardener.similarity import SimilarPairs, similar_pairs
 from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.store.backends import ident
+from memvault.store.backends import ident, sql_literal
 
 #: Block kinds that are transcript, not memory: the gardener leaves them to the lifecycle track.
 TRANSCRIPT_KINDS: tuple[str, ...] = ("user_turn", "assistant_turn", "system_turn", "tool_turn")
@@ -688,7 +688,10 @@ class MemvaultGardenStore(UnsupportedMixin):
                 base = Path(path).with_name(Path(path).name + ".backups")
             target = base / f"{label}-{stamp}"
             target.parent.mkdir(parents=True, exist_ok=True)
-            backend.execute(f"EXPORT DATABASE '{target.as_posix()}' (FORMAT parquet)")
+            # No parameters here: the path is quoted, never spliced in as it is.
+            backend.execute_script(
+                f"EXPORT DATABASE {sql_literal(target.as_posix())} (FORMAT parquet)"
+            )
             return BackupRef(
                 f"duckdb-export:{target}", "restore: restore_backup(ref, new_url)", utcnow()
             )
@@ -782,7 +785,7 @@ def restore_backup(ref: BackupRef | str, target_url: str) -> Store:
                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
             )[0][0]:
                 raise StoreError(f"{target_url} is not empty; restore into a new store")
-            backend.execute(f"IMPORT DATABASE '{Path(where).as_posix()}'")
+            backend.execute_script(f"IMPORT DATABASE {sql_literal(Path(where).as_posix())}")
         finally:
             backend.close()
         return memvault.open(target_url)
