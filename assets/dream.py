@@ -220,6 +220,8 @@ def dream_consolidate(
             context.log.info(f"{'would ' if dream.dry_run else ''}{action.describe()}")
         if len(plan.actions) > LOGGED_ACTIONS:
             context.log.info(f"... and {len(plan.actions) - LOGGED_ACTIONS} more decisions")
+        for failure in plan.judge_failures:
+            context.log.warning(f"judge failed, pair queued for review: {failure}")
         applied = {} if dream.dry_run else dict(apply_conflict_plan(opened, plan, run_id))
         meta = judge_metadata(judge)
         summary = plan.summary()
@@ -246,6 +248,8 @@ def dream_consolidate(
             "reopens": int(done.get("reopen", 0)),
             "coexist": int(done.get("coexist", 0)),
             "queued_for_review": int(summary["queued_for_review"]),
+            "invalid_verdicts": int(summary["invalid_verdicts"]),
+            "judge_failures": int(summary["judge_failures"]),
             "pairs_judged": int(summary["judged"]),
             "pairs_escalated": int(summary["escalated"]),
             "pairs_deferred": int(summary["deferred"]),

@@ -39,7 +39,8 @@ CHECKS: dict[str, tuple[bool, str]] = {
     "bitemporal_consistency": (
         True,
         "Bi-temporal consistency: for a predicate with one value at a time, no two current facts "
-        "about the same subject overlap in the time they held.",
+        "about the same subject overlap in the time they held (pairs waiting for a human's "
+        "decision excepted).",
     ),
     "idempotency": (
         True,

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
+from memvault.errors import JudgeError
 from memvault.judge.tasks import JudgeTask
 
 RequestT = TypeVar("RequestT", bound=BaseModel)
@@ -148,6 +149,32 @@ def cache_key(
         separators=(",", ":"),
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def ask_each(
+    judge: Judge,
+    task: JudgeTask[RequestT, ReplyT],
+    requests: Sequence[RequestT],
+    *,
+    escalate: bool = False,
+) -> list[ReplyT | JudgeError]:
+    """Replies in the order of ``requests``; a request whose judgment failed (after the judge's
+    own retries) gets its :class:`JudgeError` instead, and the others keep their replies.
+
+    One bad reply must not cost the whole batch: when ``ask_many`` fails, each request is
+    asked again on its own (the ones answered before come from the reply cache).
+    """
+    try:
+        return list(judge.ask_many(task, requests, escalate=escalate))
+    except JudgeError:
+        pass
+    out: list[ReplyT | JudgeError] = []
+    for request in requests:
+        try:
+            out.append(judge.ask(task, request, escalate=escalate))
+        except JudgeError as exc:
+            out.append(exc)
+    return out
 
 
 class SequentialJudge:

@@ -179,14 +179,17 @@ JOIN current_facts b
   ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
 WHERE a.starts < b.ends AND b.starts < a.ends
   AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
-                  WHERE v.verdict = 'COEXIST' AND v.id = a.id || '|' || b.id)
+                  WHERE (v.verdict = 'COEXIST' OR v.status = 'review') AND v.id = a.id || '|' || b.id)
   AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
-                  WHERE v.verdict = 'COEXIST' AND v.id = b.id || '|' || a.id)
+                  WHERE (v.verdict = 'COEXIST' OR v.status = 'review') AND v.id = b.id || '|' || a.id)
 """
 
 
 def bitemporal_overlaps(store: Store, grounding: Grounding | None = None) -> pl.DataFrame:
     """Pairs of current facts of a functional predicate that overlap in valid time (empty = pass).
+
+    A pair judged COEXIST holds together by decision; a pair waiting in the review queue is
+    a human's to decide, so it does not make the store fail its own check meanwhile.
 
     Columns: subject_id, predicate, triple_a, triple_b, object_a, object_b,
     problem (different objects at once, or the same object stated twice).

@@ -268,7 +268,7 @@ def _apply_batch(
                 "id": action.pair_id,
                 "triple_a": a,
                 "triple_b": b,
-                "verdict": action.verdict,
+                "verdict": action.verdict or "UNDECIDED",
                 "confidence": action.confidence if action.confidence is not None else 0.0,
                 "decided_by": action.decided_by,
                 "reason": action.reason,

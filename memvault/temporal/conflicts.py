@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.errors import JudgeError
+from memvault.judge.base import ask_each
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.temporal.conflict_judge import (
@@ -49,6 +51,7 @@ from memvault.temporal.timeline import (
     GROUP,
     STOPWORDS,
     functional_timeline,
+    normalize_object,
     normalized_text,
     object_key,
     pair_id,
@@ -167,6 +170,8 @@ class ConflictPlan:
     config: ConflictConfig
     dry_run: bool = False
     pending_pairs: list[str] = field(default_factory=list)
+    #: One line per pair whose judgment failed (it went to review; the rest was decided).
+    judge_failures: list[str] = field(default_factory=list)
 
     def counts(self) -> Counter[str]:
         """Planned actions by kind."""
@@ -185,6 +190,8 @@ class ConflictPlan:
             "judged",
             "escalated",
             "queued_for_review",
+            "invalid_verdicts",
+            "judge_failures",
             "skipped_known",
             "deferred",
         )
@@ -573,12 +580,11 @@ def _subjects(store: Store, ids: Sequence[str]) -> dict[str, tuple[str, str | No
 
 def _ask(
     judge: Judge, requests: list[ResolveConflictRequest], batch: int, *, escalate: bool
-) -> list[ConflictReply]:
-    replies: list[ConflictReply] = []
+) -> list[ConflictReply | JudgeError]:
+    replies: list[ConflictReply | JudgeError] = []
     for start in range(0, len(requests), batch):
-        replies += judge.ask_many(
-            RESOLVE_CONFLICT, requests[start : start + batch], escalate=escalate
-        )
+        chunk = requests[start : start + batch]
+        replies += ask_each(judge, RESOLVE_CONFLICT, chunk, escalate=escalate)
     return replies
 
 
@@ -591,23 +597,59 @@ def _earlier(a: ConflictStatement, b: ConflictStatement) -> bool:
     return key(a) <= key(b)
 
 
-def _usable(
-    reply: ConflictReply, a: ConflictStatement, b: ConflictStatement, threshold: float
-) -> tuple[bool, str | None]:
-    """Whether a reply may be applied, and for SUPERSEDE which side is newer."""
-    if reply.confidence < threshold:
-        return False, None
+def _start_of(s: ConflictStatement) -> dt.datetime:
+    """When a statement starts to hold: its valid_at, else when the store learned it."""
+    return s.valid_at or s.created_at
+
+
+def verdict_problem(
+    reply: ConflictReply, a: ConflictStatement, b: ConflictStatement
+) -> tuple[str | None, str | None]:
+    """(why the verdict cannot be applied as it stands, or None; for SUPERSEDE which side is
+    newer). A judge's answer is checked against the data before it may touch the store."""
+    if reply.verdict == "MERGE":
+        if a.object_id and b.object_id and a.object_id != b.object_id:
+            return "MERGE of two different entities (different object ids)", None
+        return None, None
     if reply.verdict != "SUPERSEDE":
-        return True, None
+        return None, None
     newer = reply.newer
     if newer is None and a.valid_at and b.valid_at and a.valid_at != b.valid_at:
         newer = "a" if a.valid_at > b.valid_at else "b"
     if newer is None:
-        return False, None
+        return "SUPERSEDE without saying which statement is newer", None
     new, old = (a, b) if newer == "a" else (b, a)
-    if new.valid_at and old.valid_at and new.valid_at < old.valid_at:
-        return False, None  # "newer" began before the one it replaces: contradicts the dates
+    if _start_of(new) < _start_of(old):
+        return (
+            f"SUPERSEDE would end {old.triple_id} on {_start_of(new):%Y-%m-%d}, before its own "
+            f"start ({_start_of(old):%Y-%m-%d}): it contradicts the known dates",
+            None,
+        )
+    return None, newer
+
+
+def _usable(
+    reply: ConflictReply, a: ConflictStatement, b: ConflictStatement, threshold: float
+) -> tuple[bool, str | None]:
+    """Whether a reply may be applied, and for SUPERSEDE which side is newer."""
+    problem, newer = verdict_problem(reply, a, b)
+    if problem is not None or reply.confidence < threshold:
+        return False, None
     return True, newer
+
+
+def merged_wording(
+    reply: ConflictReply, survivor: ConflictStatement, loser: ConflictStatement
+) -> str | None:
+    """The wording a MERGE keeps: one of the two statements' own objects, never free text from
+    the judge (a memory that says "ignore previous instructions" must not become a fact)."""
+    wording = (reply.merged_object or "").strip()
+    if not wording or survivor.object_id is not None:
+        return None
+    chosen = normalize_object(wording)
+    if chosen == normalize_object(loser.object) and wording != survivor.object:
+        return loser.object
+    return None
 
 
 @dataclass(frozen=True)
@@ -655,12 +697,7 @@ def _judged_action(
         )
     if verdict == "MERGE":
         survivor, loser = (a, b) if _earlier(a, b) else (b, a)
-        wording = (reply.merged_object or "").strip()
-        merged = (
-            wording
-            if wording and survivor.object_id is None and wording != survivor.object
-            else None
-        )
+        merged = merged_wording(reply, survivor, loser)
         return ConflictAction(
             kind="merge",
             target_id=loser.triple_id,
@@ -679,7 +716,36 @@ def _review_action(
     config: ConflictConfig,
 ) -> ConflictAction:
     last_by, last = replies[-1]
-    proposal = {
+    proposal = _review_proposal(pair, request, replies, now, config)
+    return ConflictAction(
+        kind="review",
+        target_id=request.a.triple_id,
+        other_id=request.b.triple_id,
+        subject_id=pair.subject_id,
+        predicate=pair.predicate,
+        reason=(
+            verdict_problem(last, request.a, request.b)[0]
+            or f"not sure enough ({last.confidence:.2f} < {config.confidence_threshold})"
+        )
+        + f": {last.reason}",
+        decided_by=last_by,
+        confidence=last.confidence,
+        verdict=last.verdict,
+        pair_id=pair.pair_id,
+        proposal=proposal,
+        impact=pair.impact,
+    )
+
+
+def _review_proposal(
+    pair: _Pair,
+    request: ResolveConflictRequest,
+    replies: list[tuple[str, ConflictReply]],
+    now: dt.datetime,
+    config: ConflictConfig,
+) -> dict[str, Any]:
+    """What a human reviewing the pair sees: both statements, every verdict, the deadline."""
+    return {
         "pair": pair.pair_id,
         "triple_a": request.a.triple_id,
         "triple_b": request.b.triple_id,
@@ -690,23 +756,26 @@ def _review_action(
         "deadline": (now + dt.timedelta(days=config.review_deadline_days)).isoformat(),
         "why_asked": request.why_asked,
     }
+
+
+def _failed_action(
+    pair: _Pair,
+    request: ResolveConflictRequest,
+    error: JudgeError,
+    now: dt.datetime,
+    config: ConflictConfig,
+) -> ConflictAction:
+    """A pair whose judgment failed: queued for a human with the cause, nothing applied."""
     return ConflictAction(
         kind="review",
         target_id=request.a.triple_id,
         other_id=request.b.triple_id,
         subject_id=pair.subject_id,
         predicate=pair.predicate,
-        reason=(
-            f"not sure enough ({last.confidence:.2f} < {config.confidence_threshold})"
-            if last.confidence < config.confidence_threshold
-            else "the verdict contradicts the dates or does not say which statement is newer"
-        )
-        + f": {last.reason}",
-        decided_by=last_by,
-        confidence=last.confidence,
-        verdict=last.verdict,
+        reason=f"the judge failed: {error}",
+        decided_by="judge-error",
         pair_id=pair.pair_id,
-        proposal=proposal,
+        proposal=_review_proposal(pair, request, [], now, config) | {"judge_error": str(error)},
         impact=pair.impact,
     )
 
@@ -720,8 +789,13 @@ def _judge_pairs(
     config: ConflictConfig,
     now: dt.datetime,
     stats: Counter[str],
+    failures: list[str],
 ) -> list[ConflictAction]:
-    """Ask the judge about each pair, escalate the unsure ones, queue what stays unsure."""
+    """Ask the judge about each pair, escalate the unsure ones, queue what stays unsure.
+
+    Every verdict is checked against the data first (:func:`verdict_problem`): one that
+    cannot be true goes to review, never to the store; a pair whose judgment failed goes to
+    review too, and the other pairs are decided as usual."""
     if pairs.is_empty():
         return []
     ids = sorted(set(pairs["a"].to_list()) | set(pairs["b"].to_list()))
@@ -764,33 +838,45 @@ def _judge_pairs(
             )
         )
     stats["judged"] += len(requests)
-    first = _ask(judge, requests, config.batch_size, escalate=False)
-    checked = [
-        _usable(r, q.a, q.b, config.confidence_threshold)
-        for r, q in zip(first, requests, strict=True)
-    ]
-    unsure = [i for i, (ok, _) in enumerate(checked) if not ok]
-    stats["escalated"] += len(unsure)
-    second = dict(
-        zip(
-            unsure,
-            _ask(judge, [requests[i] for i in unsure], config.batch_size, escalate=True),
-            strict=True,
-        )
-    )
-    actions: list[ConflictAction] = []
-    for i, (request, pair) in enumerate(zip(requests, meta, strict=True)):
-        if i not in second:
-            actions.append(_judged_action(pair, request, first[i], checked[i][1], judge.kind))
+    threshold = config.confidence_threshold
+    decided: dict[int, ConflictAction] = {}
+
+    def to_review(i: int, replies: list[tuple[str, ConflictReply]]) -> None:
+        stats["queued_for_review"] += 1
+        decided[i] = _review_action(meta[i], requests[i], replies, now, config)
+
+    def failed(i: int, error: JudgeError) -> None:
+        # After the judge's own retries: this pair goes to a human, the others go on.
+        stats["judge_failures"] += 1
+        failures.append(f"{meta[i].pair_id}: {error}")
+        decided[i] = _failed_action(meta[i], requests[i], error, now, config)
+
+    unsure: list[tuple[int, ConflictReply]] = []
+    for i, reply in enumerate(_ask(judge, requests, config.batch_size, escalate=False)):
+        if isinstance(reply, JudgeError):
+            failed(i, reply)
             continue
-        ok, newer = _usable(second[i], request.a, request.b, config.confidence_threshold)
-        if ok:
-            actions.append(_judged_action(pair, request, second[i], newer, "escalation"))
+        problem, newer = verdict_problem(reply, requests[i].a, requests[i].b)
+        if problem is not None:
+            stats["invalid_verdicts"] += 1
+            to_review(i, [(judge.kind, reply)])
+        elif reply.confidence < threshold:
+            unsure.append((i, reply))
         else:
-            stats["queued_for_review"] += 1
-            replies = [(judge.kind, first[i]), ("escalation", second[i])]
-            actions.append(_review_action(pair, request, replies, now, config))
-    return actions
+            decided[i] = _judged_action(meta[i], requests[i], reply, newer, judge.kind)
+    stats["escalated"] += len(unsure)
+    again = _ask(judge, [requests[i] for i, _ in unsure], config.batch_size, escalate=True)
+    for (i, first), second in zip(unsure, again, strict=True):
+        if isinstance(second, JudgeError):
+            failed(i, second)
+            continue
+        problem, newer = verdict_problem(second, requests[i].a, requests[i].b)
+        if problem is None and second.confidence >= threshold:
+            decided[i] = _judged_action(meta[i], requests[i], second, newer, "escalation")
+        else:
+            stats["invalid_verdicts"] += problem is not None
+            to_review(i, [(judge.kind, first), ("escalation", second)])
+    return [decided[i] for i in sorted(decided)]
 
 
 # =========================================================================== the plan
@@ -899,9 +985,12 @@ def plan_conflicts(
     stats["candidate_triples"] = rows.height
     stats["groups"] = rows.select(GROUP).n_unique() if rows.height else 0
 
+    failures: list[str] = []
+
     def finish(actions: list[ConflictAction], pending: list[str]) -> ConflictPlan:
         after = judge.stats.as_dict()
         return ConflictPlan(
+            judge_failures=failures,
             actions=actions,
             stats=stats,
             judge_kind=judge.kind,
@@ -931,7 +1020,9 @@ def plan_conflicts(
             break
         batch = fresh.head(budget)
         asked |= set(batch["pair_id"].to_list())
-        verdicts_now = _judge_pairs(store, judge, batch, rows, grounding, config, now, stats)
+        verdicts_now = _judge_pairs(
+            store, judge, batch, rows, grounding, config, now, stats, failures
+        )
         judged += verdicts_now
         judged_into |= {
             a.target_id: a.other_id for a in verdicts_now if a.kind == "merge" and a.other_id

@@ -262,3 +262,48 @@ def test_the_checks_fail_on_broken_data(tmp_path: Path) -> None:
         e.event_specific_data.materialization.asset_key.to_user_string()  # type: ignore[union-attr]
         for e in result.get_asset_materialization_events()
     }
+
+
+def test_a_pair_waiting_for_review_does_not_fail_later_dreams(
+    store_url: str, tmp_path: Path
+) -> None:
+    """An honest 'not sure' on a one-value-at-a-time fact goes to review; the dream that queued
+    it and every dream after it still pass their checks."""
+    from memvault.judge import HeuristicJudge
+    from tests.store.temporal_history import History
+
+    h = History()
+    h.entity("globex", "Globex", "organization")
+    h.entity("paris", "Paris", "place")
+    h.entity("berlin", "Berlin", "place")
+    h.fact("hq1", "globex", "located_in", "Paris", object_id="paris", valid="2020-01-01",
+           created="2024-05-01")  # fmt: skip
+    h.fact("hq2", "globex", "located_in", "Berlin", object_id="berlin", valid="2024-06-01",
+           created="2024-06-02")  # fmt: skip
+    with memvault.open(store_url) as store:
+        h.ingest(store, tmp_path)
+    unsure = {"verdict": "SUPERSEDE", "confidence": 0.4, "newer": "b", "reason": "maybe moved"}
+    scripted = ScriptedJudge({"resolve_conflict": lambda _: unsure})
+    heuristic = HeuristicJudge()
+
+    class Unsure(JudgeResource):
+        def build(self, cache=None):  # type: ignore[override]
+            class Mixed:
+                kind, stats = scripted.kind, scripted.stats
+
+                def ask(self, task, request, *, escalate=False):  # type: ignore[no-untyped-def]
+                    judge = scripted if task.name == "resolve_conflict" else heuristic
+                    return judge.ask(task, request, escalate=escalate)
+
+                def ask_many(self, task, requests, *, escalate=False):  # type: ignore[no-untyped-def]
+                    return [self.ask(task, r, escalate=escalate) for r in requests]
+
+            return Mixed()
+
+    for _ in range(2):
+        result = run_dream(store_url, llm=Unsure())
+        assert result.success
+        assert all(e.passed for e in result.get_asset_check_evaluations())
+    with memvault.open(store_url) as store:
+        assert store.fetch("SELECT count(*) FROM review_queue WHERE status = 'pending'")[0][0] == 1
+        assert {r["status"] for r in table_dump(store, "triples")} == {"active"}
