@@ -140,29 +140,54 @@ class Mutation:
         frame = pl.DataFrame([{"id": row_id, **changes}])
         return self.update_many(table, frame, action=action, reason=reason) == 1
 
-    def restore(
-        self, table: str, row_id: str, image: dict[str, Any] | None, *, reason: str
-    ) -> None:
-        """Make the row equal ``image`` again (absent when ``image`` is None). Used by undo only."""
+    def restore_many(self, table: str, targets: pl.DataFrame, *, reason: str) -> int:
+        """Make rows equal their images again, set-based (used by undo only).
+
+        ``targets`` has ``target_id`` and ``image`` (a JSON before-image, or null: the row did
+        not exist, so it is removed). Returns the rows restored or removed.
+        """
         self._check(table)
-        current = self.store.get_row(table, row_id)
-        if image is None:
-            if current is not None:
-                self.store.backend.execute(
-                    f"DELETE FROM {ident(table)} WHERE id = :id", {"id": row_id}
-                )
-                self._log(table, "undo-remove", [row_id], [encode_image(current)], [None], reason)
-            return
-        frame = self.store.conform(table, _decode_image(self.store, table, image))
-        if current is None:
-            self.store.backend.insert_df(table, frame, on_conflict="error")
-        else:
-            backend = self.store.backend
-            with backend.staged(table, frame) as staging:
-                backend.execute(_update_from_sql(table, frame.columns, staging))
-        self._log(
-            table, "undo-restore", [row_id], [encode_image(current)], [encode_image(image)], reason
+        if targets.is_empty():
+            return 0
+        backend = self.store.backend
+        ids = targets["target_id"].to_list()
+        current = (
+            self.store.conform(
+                table,
+                backend.fetch_df(
+                    f"SELECT * FROM {ident(table)} WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
+                    {"ids": ids},
+                ),
+            )
+            if ids
+            else pl.DataFrame()
         )
+        now_images = (
+            dict(zip(current["id"].to_list(), _images(current).to_list(), strict=True))
+            if current.height
+            else {}
+        )
+        gone = targets.filter(pl.col("image").is_null())["target_id"].to_list()
+        back = targets.filter(pl.col("image").is_not_null())
+        if gone:
+            backend.execute(
+                f"DELETE FROM {ident(table)} WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
+                {"ids": gone},
+            )
+            removed = [i for i in gone if i in now_images]
+            self._log(
+                table, "undo-remove", removed, [now_images[i] for i in removed],
+                [None] * len(removed), reason,
+            )  # fmt: skip
+        if back.height:
+            frame = decode_images(self.store, table, back["image"])
+            backend.insert_df(table, frame, on_conflict="replace")
+            restored = frame["id"].to_list()
+            self._log(
+                table, "undo-restore", restored, [now_images.get(i) for i in restored],
+                back["image"].to_list(), reason,
+            )  # fmt: skip
+        return len(gone) + back.height
 
 
 def _update_from_sql(table: str, columns: list[str], staging: str) -> str:
@@ -171,17 +196,32 @@ def _update_from_sql(table: str, columns: list[str], staging: str) -> str:
     return f"UPDATE {ident(table)} SET {sets} FROM {staging} s WHERE {ident(table)}.id = s.id"
 
 
-def _decode_image(store: Store, table: str, image: dict[str, Any]) -> pl.DataFrame:
+def decode_images(store: Store, table: str, images: pl.Series) -> pl.DataFrame:
+    """JSON row images (as the audit log holds them) back into a frame typed like ``table``.
+
+    Times were written as ``2026-01-01 10:00:00.123`` (polars) or ``2026-01-01T10:00:00``
+    (Python); both are read. A column an old image lacks comes back null.
+    """
     schema = store.table_schema(table)
-    row: dict[str, Any] = {}
+    as_text = {
+        c: pl.Utf8() if t in (pl.Datetime("us"), pl.Date()) else t for c, t in schema.items()
+    }
+    frame = (
+        pl.DataFrame({"image": images.cast(pl.Utf8)})
+        .select(pl.col("image").str.json_decode(pl.Struct(as_text)))
+        .unnest("image")
+    )
+    parsed = []
     for name, dtype in schema.items():
-        value = image.get(name)
-        if value is not None and dtype == pl.Datetime("us"):
-            value = dt.datetime.fromisoformat(value)
-        elif value is not None and dtype == pl.Date():
-            value = dt.date.fromisoformat(value)
-        row[name] = value
-    return pl.DataFrame([row], schema=schema)
+        if dtype == pl.Datetime("us"):
+            parsed.append(
+                pl.col(name)
+                .str.replace("T", " ")
+                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us")
+            )
+        elif dtype == pl.Date():
+            parsed.append(pl.col(name).str.to_date("%Y-%m-%d"))
+    return frame.with_columns(parsed) if parsed else frame
 
 
 @dataclass
@@ -195,34 +235,46 @@ class UndoReport:
         return sum(self.restored.values())
 
 
-def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
-    """Restore the before-image of every change ``run_id`` made, newest first.
+#: Each changed row's state before a run: the before-image of its first audit row in the run.
+_FIRST_IMAGES_SQL = """
+SELECT a.target_table, a.target_id, a.before_image AS image
+FROM audit_log a
+JOIN (SELECT target_table, target_id, min(id) AS first_change
+      FROM audit_log WHERE run_id = :r GROUP BY target_table, target_id) f
+  ON a.id = f.first_change
+ORDER BY a.target_table, a.target_id
+"""
 
-    Refuses when a later run changed the same rows (undo that run first, or
-    ``force``), and when the run was already undone.
+# Later changes that still stand: runs neither undone nor themselves undos (an undo and the
+# run it undid cancel out).
+_LATER_RUNS_SQL = """
+SELECT DISTINCT a.run_id FROM audit_log a
+JOIN audit_log mine ON a.target_table = mine.target_table AND a.target_id = mine.target_id
+JOIN runs r ON r.id = a.run_id
+WHERE mine.run_id = :r AND a.run_id <> :r AND a.id > mine.id
+  AND r.status <> 'undone' AND r.kind <> 'undo'
+ORDER BY 1
+"""
+
+
+def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
+    """Restore the state every row a run changed had before it, set-based, in one transaction.
+
+    Refuses when a later run changed the same rows (undo that run first, or ``force``), and
+    when the run was already undone. A killed undo changes nothing (the transaction rolls
+    back) and can simply be run again. Undoing an ingest also forgets that its input was
+    ingested, so the collector imports that file again; undoing the undo remembers it again.
     """
     run = store.run(run_id)
     if run is None:
         raise UndoError(f"no run with id {run_id!r}; `memvault runs` lists them")
     if run["status"] == "undone":
         raise UndoError(f"run {run_id} was already undone")
-    log = store.fetch_df(
-        "SELECT id, target_table, target_id, before_image FROM audit_log WHERE run_id = :r ORDER BY id DESC",
-        {"r": run_id},
-    )
-    if log.is_empty():
+    first = store.fetch_df(_FIRST_IMAGES_SQL, {"r": run_id})
+    if first.is_empty():
         raise UndoError(f"run {run_id} changed nothing, so there is nothing to undo")
     if not force:
-        later = store.fetch(
-            # Later changes that still stand: runs neither undone nor themselves undos
-            # (an undo and the run it undid cancel out).
-            "SELECT DISTINCT a.run_id FROM audit_log a JOIN audit_log mine "
-            "ON a.target_table = mine.target_table AND a.target_id = mine.target_id "
-            "JOIN runs r ON r.id = a.run_id "
-            "WHERE mine.run_id = :r AND a.run_id <> :r AND a.id > mine.id "
-            "AND r.status <> 'undone' AND r.kind <> 'undo' ORDER BY 1",
-            {"r": run_id},
-        )
+        later = store.fetch(_LATER_RUNS_SQL, {"r": run_id})
         if later:
             names = ", ".join(r[0] for r in later[:5])
             raise UndoError(
@@ -232,21 +284,44 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
 
     report = UndoReport(run_id=run_id, undo_run_id=new_run_id("undo"))
     store.begin_run("undo", {"undoes": run_id}, run_id=report.undo_run_id)
-    # The oldest before-image of each row is its state before the run.
-    seen: dict[tuple[str, str], str | None] = {}
-    for _, table, target, before in log.iter_rows():
-        seen[(table, target)] = before
+    sources: list[dict[str, Any]] = []
     with store.mutation(report.undo_run_id, "undo") as m:
-        for (table, target), before in seen.items():
-            m.restore(
-                table, target, json.loads(before) if before else None, reason=f"undo of {run_id}"
+        first = first.with_columns(pl.col("image").cast(pl.Utf8))
+        for (table,), targets in first.group_by(["target_table"], maintain_order=True):
+            report.restored[str(table)] += m.restore_many(
+                str(table), targets.select("target_id", "image"), reason=f"undo of {run_id}"
             )
-            report.restored[table] += 1
         store.backend.execute("UPDATE runs SET status = 'undone' WHERE id = :id", {"id": run_id})
+        sources = _forget_sources(store, run_id)
         if run["kind"] == "undo" and run["params"].get("undoes"):  # undoing an undo revives the run
+            undone = run["params"]["undoes"]
             store.backend.execute(
-                "UPDATE runs SET status = 'succeeded' WHERE id = :id",
-                {"id": run["params"]["undoes"]},
+                "UPDATE runs SET status = 'succeeded' WHERE id = :id", {"id": undone}
             )
-    store.finish_run(report.undo_run_id, "succeeded", {"restored": dict(report.restored)})
+            _remember_sources(store, run["stats"].get("forgotten_sources", []))
+    store.finish_run(
+        report.undo_run_id,
+        "succeeded",
+        {"restored": dict(report.restored), "forgotten_sources": sources},
+    )
     return report
+
+
+def _forget_sources(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """Forget the input files an undone ingest had recorded, so they can be ingested again."""
+    rows = store.fetch_df("SELECT * FROM ingested_sources WHERE run_id = :r", {"r": run_id})
+    if rows.is_empty():
+        return []
+    store.backend.execute("DELETE FROM ingested_sources WHERE run_id = :r", {"r": run_id})
+    return [
+        {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in row.items()}
+        for row in rows.to_dicts()
+    ]
+
+
+def _remember_sources(store: Store, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        frame = pl.DataFrame(rows).with_columns(
+            pl.col("ingested_at").str.to_datetime(time_unit="us")
+        )
+        store.backend.insert_df("ingested_sources", frame)

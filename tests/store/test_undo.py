@@ -1,0 +1,86 @@
+"""Undo: set-based, all or nothing, and an undone ingest can be ingested again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memvault.dream import DreamConfig, prune_orphans
+from memvault.errors import MemvaultError
+from memvault.ingest import ingest_file
+from memvault.judge import HeuristicJudge
+from memvault.store import Store, undo_run
+from memvault.store.audit import Mutation
+from memvault.temporal import apply_conflict_plan, plan_conflicts
+from tests.dagster.dream_support import seed_demo_store
+from tests.helpers import FIXTURES, export_text
+
+
+def _dreamed(store: Store, url: str, tmp_path: Path) -> str:
+    """A demo store after a consolidation and a prune: a run that changed several tables."""
+    seed_demo_store(url, tmp_path, sessions=20)
+    run = store.begin_run("dream")
+    apply_conflict_plan(store, plan_conflicts(store, HeuristicJudge()), run)
+    prune_orphans(store, run, DreamConfig(orphan_grace_days=0))
+    store.finish_run(run, "succeeded")
+    return run
+
+
+def test_undo_restores_every_table_the_run_changed_and_can_be_undone_itself(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    seed_demo_store(store_url, tmp_path, sessions=20)
+    before = export_text(store)
+    run = store.begin_run("dream")
+    apply_conflict_plan(store, plan_conflicts(store, HeuristicJudge()), run)
+    prune_orphans(store, run, DreamConfig(orphan_grace_days=0))
+    store.finish_run(run, "succeeded")
+    after = export_text(store)
+    assert after != before
+    report = undo_run(store, run)
+    assert set(report.restored) >= {"triples", "entities"} and report.total > 10
+    assert export_text(store) == before
+    undo_run(store, report.undo_run_id)  # the undo is a run like any other
+    assert export_text(store) == after
+    assert store.run(run)["status"] == "succeeded"  # type: ignore[index]
+
+
+def test_a_killed_undo_changes_nothing_and_can_be_run_again(
+    store: Store, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _dreamed(store, store_url, tmp_path)
+    after = export_text(store)
+    real = Mutation.restore_many
+    calls = {"n": 0}
+
+    def dies_on_the_second_table(self: Mutation, table: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("the process was stopped")
+        return real(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(Mutation, "restore_many", dies_on_the_second_table)
+    with pytest.raises(KeyboardInterrupt):
+        undo_run(store, run)
+    assert export_text(store) == after, "nothing of a killed undo stays"
+    assert store.run(run)["status"] == "succeeded"  # type: ignore[index]
+    monkeypatch.setattr(Mutation, "restore_many", real)
+    undo_run(store, run)
+    assert store.run(run)["status"] == "undone"  # type: ignore[index]
+
+
+def test_an_undone_ingest_can_be_ingested_again(store: Store) -> None:
+    source = FIXTURES / "small_history.jsonl"
+    first = ingest_file(store, source)
+    assert ingest_file(store, source).already_ingested
+    report = undo_run(store, first.run_id or "")
+    assert store.counts(("blocks",))["blocks"] == 0
+    again = ingest_file(store, source)
+    assert not again.already_ingested and again.inserted["block"] == first.inserted["block"]
+    # Undo that ingest, then undo the undo: the file counts as ingested again.
+    second = undo_run(store, again.run_id or "")
+    undo_run(store, second.undo_run_id)
+    assert ingest_file(store, source).already_ingested
+    with pytest.raises(MemvaultError, match="already undone"):
+        undo_run(store, report.run_id)
