@@ -249,7 +249,8 @@ def _split_long_blocks(items: list[Numbered]) -> tuple[list[Numbered], int]:
     """Blocks longer than MAX_TEXT_CHARS become consecutive parts (nothing is cut off).
 
     Part 1 keeps the id (so references stay valid); part k is ``<id>~p<k>``
-    with ``parent_id`` = the first part.
+    with ``parent_id`` = the first part. The parts keep the whitespace at their
+    cuts, so joining them in order gives the original text back exactly.
     """
     out: list[Numbered] = []
     split = 0
@@ -262,7 +263,7 @@ def _split_long_blocks(items: list[Numbered]) -> tuple[list[Numbered], int]:
         parts = split_text(block.text)
         for k, text in enumerate(parts, 1):
             update: dict[str, Any] = {
-                "text": text.strip() or text,
+                "text": text,
                 "tags": [*block.tags, f"part:{k}/{len(parts)}"],
             }
             if k > 1:

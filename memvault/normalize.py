@@ -68,11 +68,17 @@ def split_text(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
 
 
 def to_utc_naive(value: dt.datetime) -> dt.datetime:
-    """Aware datetimes are converted to UTC; naive ones are taken as UTC already."""
+    """Aware datetimes are converted to UTC; naive ones are taken as UTC already.
+
+    Raises ``ValueError`` (not ``OverflowError``) when the time leaves the calendar in UTC
+    (``0001-01-01T00:30+01:00``), so callers report it like any other bad time."""
     if value.tzinfo is not None and not value.utcoffset():
         return value.replace(tzinfo=None)
     if value.tzinfo is not None and value.utcoffset():
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        try:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(f"{value.isoformat()} is out of range once converted to UTC") from None
     return value
 
 

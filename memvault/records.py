@@ -67,7 +67,10 @@ def stable_id(prefix: str, *parts: object) -> str:
 class Record(BaseModel):
     """Common behaviour: unknown fields are errors, texts and times are normalized."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, validate_default=True)
+    # NaN and Infinity are not JSON, and no field of ours can hold them: refused on the way in.
+    model_config = ConfigDict(
+        extra="forbid", str_strip_whitespace=False, validate_default=True, allow_inf_nan=False
+    )
 
     #: Fields that hold valid time (may lie in the future); other datetimes are observation times.
     valid_time_fields: ClassVar[frozenset[str]] = frozenset()
@@ -101,7 +104,10 @@ class Record(BaseModel):
             if value is None:
                 continue
             if value.tzinfo is not None:
-                value = values[name] = to_utc_naive(value)
+                try:
+                    value = values[name] = to_utc_naive(value)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
             if value < EARLIEST or value > now:
                 problem = check_time(
                     value, field=name, valid_time=name in self.valid_time_fields, now=now
@@ -117,6 +123,8 @@ class Record(BaseModel):
                 raise ValueError(f"{name} is empty")
         if values.get("id", "missing") is None:
             values["id"] = self.derive_id()
+        elif values.get("id", "missing") == "":
+            raise ValueError("id is empty (leave the field out and a stable id is derived)")
         return self
 
     def derive_id(self) -> str:  # pragma: no cover - every record with an optional id overrides it
@@ -165,7 +173,7 @@ class BlockRecord(Record):
     created_at: dt.datetime
     updated_at: dt.datetime | None = None
     last_accessed_at: dt.datetime | None = None
-    access_count: int = Field(default=0, ge=0)
+    access_count: int = Field(default=0, ge=0, le=2**31 - 1)  # an INTEGER column
     feedback_score: float = 0.0
     text_fields: ClassVar[tuple[str, ...]] = ("text",)
 

@@ -74,10 +74,13 @@ def status(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(info | {"recent_runs": runs.to_dicts()})
         return
-    out.print(f"store: {info['store']} (schema v{info['schema_version']})")
+    out.print(f"store: {escape(str(info['store']))} (schema v{info['schema_version']})")
     out.print(counts_table("rows", None, counts))
     for run in runs.iter_rows(named=True):
-        out.print(f"  {run['started_at']:%Y-%m-%d %H:%M}  {run['status']:<9} {run['id']}")
+        out.print(
+            f"  {run['started_at']:%Y-%m-%d %H:%M}  {run['status']:<9} {escape(run['id'])}",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -123,7 +126,7 @@ def ingest(
                 )
             result: dict[str, Any] = report.as_dict()
             for _, problem in report.failures:
-                err.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+                err.print(f"[red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
         elif from_format == "jsonl":
             size = Path(source).stat().st_size if source != "-" and Path(source).is_file() else None
             with byte_progress() as progress:
@@ -140,11 +143,12 @@ def ingest(
         inserted = result.get("inserted", {})
         if result.get("already_ingested"):
             out.print(
-                f"{source}: already ingested (same content); nothing to do (--force re-reads it)"
+                f"{escape(source)}: already ingested (same content); nothing to do "
+                "(--force re-reads it)"
             )
         else:
             added = ", ".join(f"{n} {t}" for t, n in inserted.items() if n) or "nothing new"
-            out.print(f"ingested {source}: {added}")
+            out.print(f"ingested {escape(source)}: {added}")
     if from_format == "claude-code" and result["failures"]:
         err.print(f"{len(result['failures'])} transcript(s) not ingested; the others were")
         raise typer.Exit(1)
@@ -178,7 +182,7 @@ def export(
         with tmp.open("w", encoding="utf-8") as fh:
             count = write_export(handle, fh, chosen)
         tmp.replace(output)
-    err.print(f"exported {count:,} records to {output}")
+    err.print(f"exported {count:,} records to {escape(str(output))}")
 
 
 @app.command()
@@ -320,8 +324,8 @@ def demo(
         err.print(f"[red]failed:[/] {escape(line)}", highlight=False)
     runs = ", ".join(f"{job} {run_id}" for job, run_id in summary["dagster_runs"].items())
     out.print(f"\nDagster runs: {runs}")
-    out.print(f"store: {summary['store']}")
-    out.print(f"history file: {summary['history_file']}")
+    out.print(f"store: {escape(summary['store'])}")
+    out.print(f"history file: {escape(summary['history_file'])}")
     out.print(
         f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)"
     )

@@ -58,7 +58,7 @@ def handles_errors(fn: F) -> F:
             raise
         except IngestError as exc:
             for problem in exc.problems:
-                err.print(f"[red]error:[/] {problem}", highlight=False, soft_wrap=True)
+                err.print(f"[red]error:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
             more = exc.total - len(exc.problems)
             tail = f" ({more} more not shown)" if more > 0 else ""
             err.print(
@@ -67,7 +67,7 @@ def handles_errors(fn: F) -> F:
             )
             raise typer.Exit(1) from None
         except MemvaultError as exc:
-            err.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
         except BrokenPipeError:  # e.g. `memvault export | head`
             sys.stderr.close()
@@ -79,7 +79,8 @@ def handles_errors(fn: F) -> F:
             if os.environ.get("MEMVAULT_DEBUG"):
                 raise
             err.print(
-                f"[red]error:[/] unexpected {type(exc).__name__}: {exc} (set MEMVAULT_DEBUG=1 for the traceback)",
+                f"[red]error:[/] unexpected {type(exc).__name__}: {escape(str(exc))} "
+                "(set MEMVAULT_DEBUG=1 for the traceback)",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -14,6 +14,7 @@ import datetime as dt
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from memvault.dream import evaluate_gate, orient
@@ -165,7 +166,10 @@ def asof(
         return
     if not facts:
         out.print(
-            f"nothing known about {subject}{' ' + predicate if predicate else ''} at {at or 'now'}"
+            escape(
+                f"nothing known about {subject}{' ' + predicate if predicate else ''} "
+                f"at {at or 'now'}"
+            )
         )
         return
     table = Table(
@@ -175,13 +179,13 @@ def asof(
         "until",
         "known since",
         "status",
-        title=f"{facts[0].subject} at {at or 'now'}",
+        title=escape(f"{facts[0].subject} at {at or 'now'}"),
         title_justify="left",
     )
     for f in facts:
         table.add_row(
-            f.predicate,
-            f.object,
+            escape(f.predicate),
+            escape(f.object),
             f"{f.valid_at:%Y-%m-%d}" if f.valid_at else "?",
             f"{f.invalid_at:%Y-%m-%d}" if f.invalid_at else "",
             f"{f.known_since:%Y-%m-%d}",

@@ -223,8 +223,8 @@ class _Transcript:
             return self._previous
         try:
             when = to_utc_naive(dt.datetime.fromisoformat(raw))
-        except (TypeError, ValueError):
-            self._problem(line, f"timestamp {raw!r} is not an ISO 8601 time")
+        except (TypeError, ValueError, OverflowError):  # OverflowError: out of range in UTC
+            self._problem(line, f"timestamp {raw!r} is not an ISO 8601 time within range")
             return None
         issue = check_time(when, field="timestamp", valid_time=False, now=self._now)
         if issue:
