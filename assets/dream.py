@@ -13,6 +13,7 @@ import dagster as dg
 
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table, timestamp
 from memvault.dream import orient, prune_orphans, reflect, statistics_snapshot
+from memvault.dream.exclusive import DreamInProgress, begin_dream
 from memvault.dream.report import (
     DreamReport,
     record_stage,
@@ -38,12 +39,21 @@ def dream_run_id(context: dg.AssetExecutionContext, dry_run: bool) -> str:
     return f"dream-{'dry-' if dry_run else ''}{root[:8]}-{root[9:13]}"
 
 
-def _ensure_run(store: Store, run_id: str, dream: DreamResource) -> None:
-    store.begin_run(
-        "dream-dry-run" if dream.dry_run else "dream",
-        {"dry_run": dream.dry_run, "gate_hours": dream.gate_hours},
-        run_id=run_id,
-    )
+def _ensure_run(
+    context: dg.AssetExecutionContext, store: Store, run_id: str, dream: DreamResource
+) -> None:
+    """Begin the dream, or stop with a clear message when another one runs on the store."""
+    try:
+        notes = begin_dream(
+            store,
+            run_id,
+            "dream-dry-run" if dream.dry_run else "dream",
+            {"dry_run": dream.dry_run, "gate_hours": dream.gate_hours},
+        )
+    except DreamInProgress as busy:
+        raise dg.Failure(description=str(busy), allow_retries=False) from None
+    for note in notes:
+        context.log.warning(note)
 
 
 @dg.asset(
@@ -61,7 +71,7 @@ def dream_orient(
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
     with store.open() as opened:
-        _ensure_run(opened, run_id, dream)
+        _ensure_run(context, opened, run_id, dream)
         stats = orient(opened)
         record_stage(opened, run_id, "orient", stats.as_dict())
     return dg.MaterializeResult(
@@ -94,6 +104,7 @@ def dream_signal(
     config = GraphConfig.model_validate(dream.graph)
     started = time.monotonic()
     with store.open() as opened:
+        opened.heartbeat(run_id)
         edges = refresh_edges(opened, config, run_id, dry_run=dream.dry_run)
         communities = detect_communities(opened, config, run_id, dry_run=dream.dry_run)
         centrality = compute_centrality(opened, config, run_id, dry_run=dream.dry_run)
@@ -148,6 +159,7 @@ def dream_reflect(
     run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
     with store.open() as opened:
+        opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         snapshot = statistics_snapshot(opened, orient(opened))
         result = reflect(
@@ -212,6 +224,7 @@ def dream_consolidate(
     run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
     with store.open() as opened:
+        opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         plan = plan_conflicts(opened, judge, config=dream.conflict_config(), dry_run=dream.dry_run)
         # A sample of the decisions in the step log; all of them are in audit_log (or, for a
@@ -284,6 +297,7 @@ def dream_prune(
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
     with store.open() as opened:
+        opened.heartbeat(run_id)
         pruned = prune_orphans(opened, run_id, dream.config(), dry_run=dream.dry_run)
         record_stage(
             opened,

@@ -259,7 +259,7 @@ def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     url = chosen_store(store)
     memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
     with err.status("collecting (collect_job) ..."):
-        result = run_job("collect_job", url, instance=persistent_instance())
+        result = run_job("collect_job", url, instance=persistent_instance(), say=cli_common.note)
     summary: dict[str, Any] = {
         "success": result.success,
         "dagster_run_id": result.run_id,

@@ -172,6 +172,11 @@ def global_store() -> str | None:
     return _global_store
 
 
+def note(message: str) -> None:
+    """Something the user should know while a command goes on (stderr, one line)."""
+    err.print(f"[yellow]note:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def flat_figures(metadata: dict[str, Any]) -> str:
     """An asset's plain figures on one line (tables, reports and long text left to the UI)."""
     shown = {

@@ -11,6 +11,7 @@ flags) — reading the gate's inputs from the store itself.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Annotated, Any
 
 import typer
@@ -29,6 +30,7 @@ from pipelines.cli_common import (
     emit_json,
     err,
     handles_errors,
+    note,
     opened,
     out,
 )
@@ -124,7 +126,7 @@ def dream(
             out.print(f"dream skipped: {decision.reason} (use --force to dream anyway)")
         return
     with err.status("dreaming (dream_job: orient → signal → reflect → consolidate → prune) ..."):
-        result = run_job("dream_job", url, instance=persistent_instance(), dream=settings)
+        result = run_job("dream_job", url, instance=persistent_instance(), dream=settings, say=note)
     summary = _dream_summary(result, url)
     if as_json:
         emit_json(summary)
@@ -134,6 +136,11 @@ def dream(
         for name, passed in summary["checks"].items():
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
+        if os.environ.get("MEMVAULT_DEBUG"):
+            from pipelines.runner import traces
+
+            for trace in traces(result):
+                err.print(trace, markup=False, highlight=False)
         cause = "; ".join(summary["failures"]) or "a blocking check stopped it"
         raise MemvaultError(
             f"dream_job run {result.run_id} failed: {cause} (re-execute it from the failed step "

@@ -114,6 +114,7 @@ def _run(
             first_memvault or ledger or base.chosen_store(None),
             instance=persistent_instance(),
             gardener=settings,
+            say=base.note,
         )
     report_meta = materializations(result).get("garden_report")
     state = _state_of(settings, result.run_id)

@@ -92,7 +92,13 @@ def run_demo(
     failed: list[str] = []
     for job in NIGHT:
         with console.status(f"running {job} ..."):
-            result = run_job(job, url, instance=instance, sources=sources)
+            result = run_job(
+                job,
+                url,
+                instance=instance,
+                sources=sources,
+                say=lambda m: console.print(f"note: {m}", markup=False),
+            )
         assets |= materializations(result)
         checks |= check_results(result)
         runs[job] = result.run_id

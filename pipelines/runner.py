@@ -11,6 +11,7 @@ same settings.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import dagster as dg
 from memvault.config import masked_url
 from memvault.paths import data_file
 from pipelines.definitions import defs
+from pipelines.recovery import prepare_instance, process_tags
 from resources import GardenerResource, StoreResource
 
 
@@ -66,15 +68,21 @@ def run_job(
     instance: dg.DagsterInstance | None = None,
     log_level: str = "WARNING",
     tags: dict[str, str] | None = None,
+    say: Callable[[str], None] | None = None,
     **overrides: dg.ConfigurableResource,
 ) -> dg.ExecuteInProcessResult:
-    """Execute one of the code location's jobs in this process; failures are in the result."""
+    """Execute one of the code location's jobs in this process; failures are in the result.
+
+    First, runs a dead process left behind are closed and their store-pool slots freed,
+    and a wait for a live run holding the store is announced (``say``)."""
     job = defs.resolve_job_def(job_name)
+    if instance is not None:
+        prepare_instance(instance, say or (lambda _: None))
     return job.execute_in_process(
         run_config=run_config_for(store_url, log_level, **overrides),
         instance=instance,
         raise_on_error=False,
-        tags={"memvault/started_by": "cli", **(tags or {})},
+        tags={"memvault/started_by": "cli", **process_tags(), **(tags or {})},
     )
 
 
@@ -92,13 +100,29 @@ def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
     return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
+def traces(result: dg.ExecuteInProcessResult) -> list[str]:
+    """The full error of every failed step (shown with ``MEMVAULT_DEBUG=1``)."""
+    return [
+        f"{event.step_key}:\n{event.step_failure_data.error.to_string()}"
+        for event in result.all_events
+        if event.is_step_failure and event.step_key and event.step_failure_data.error
+    ]
+
+
+def _root_cause(error: Any) -> str:
+    """The innermost error's first line (the step's own exception, not Dagster's wrapper)."""
+    while error.cause is not None:
+        error = error.cause
+    return error.message.strip().splitlines()[0]
+
+
 def failures(result: dg.ExecuteInProcessResult) -> list[str]:
     """One line per failed step: the step and the cause the asset gave."""
     lines = []
     for event in result.all_events:
         if event.is_step_failure and event.step_key:
             error = event.step_failure_data.error
-            cause = error.message.strip().splitlines()[0] if error else "failed"
+            cause = _root_cause(error) if error else "failed"
             user = getattr(event.step_failure_data, "user_failure_data", None)
             if user is not None and user.description:
                 cause = user.description

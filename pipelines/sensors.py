@@ -22,6 +22,7 @@ import dagster as dg
 
 from memvault.dream import evaluate_gate
 from pipelines.jobs import dream_job
+from pipelines.recovery import close_dead_runs
 from resources import DreamResource
 
 COLLECTED = dg.AssetKey("collected_sessions")
@@ -81,6 +82,8 @@ INTERVAL = int(os.environ.get("MEMVAULT_DREAM_SENSOR_INTERVAL") or 600)
 def dream_gate_sensor(
     context: dg.SensorEvaluationContext, dream: DreamResource
 ) -> dg.SensorResult | dg.SkipReason:
+    for note in close_dead_runs(context.instance):
+        context.log.warning(note)
     running = context.instance.get_runs(
         filters=dg.RunsFilter(job_name=dream_job.name, statuses=ACTIVE_STATUSES), limit=1
     )

@@ -103,6 +103,7 @@ class Ledger:
 
     def save_state(self, run_id: str, state: Mapping[str, Any], carry: Mapping[str, Any]) -> None:
         """The run's full state (``stats``) and what the next run starts from (``cursor``)."""
+        self.store.heartbeat(run_id)
         self.store.backend.execute(
             "UPDATE runs SET stats = :s, cursor = :c WHERE id = :id",
             {

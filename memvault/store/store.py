@@ -20,6 +20,7 @@ from memvault.errors import StoreError
 from memvault.normalize import utcnow
 from memvault.paths import data_dir, sql_text
 from memvault.store.backends import Backend, connect, ident
+from memvault.store.liveness import HOST, abandoned_because, carrier_pid
 from memvault.store.tables import COUNTED_TABLES, JSON_COLUMNS
 
 _POLARS_TYPES: dict[str, pl.DataType] = {
@@ -176,22 +177,67 @@ class Store:
         self, kind: str, params: Mapping[str, Any] | None = None, run_id: str | None = None
     ) -> str:
         run_id = run_id or new_run_id(kind)
+        self.fail_abandoned_runs(
+            (kind,)
+        )  # a killed earlier run of this kind is failed, not left open
         existing = self.get_row("runs", run_id)
+        now = utcnow()
         if existing is None:
             self.backend.execute(
-                "INSERT INTO runs (id, kind, status, started_at, params) VALUES (:id, :k, 'running', :t, :p)",
+                "INSERT INTO runs (id, kind, status, started_at, params, host, pid, heartbeat_at) "
+                "VALUES (:id, :k, 'running', :t, :p, :host, :pid, :t)",
                 {
                     "id": run_id,
                     "k": kind,
-                    "t": utcnow(),
+                    "t": now,
                     "p": json.dumps(dict(params or {}), default=str),
+                    "host": HOST,
+                    "pid": carrier_pid(),
                 },
             )
         else:  # a resumed run keeps its id and history
             self.backend.execute(
-                "UPDATE runs SET status = 'running', error = NULL WHERE id = :id", {"id": run_id}
+                "UPDATE runs SET status = 'running', error = NULL, host = :host, pid = :pid, "
+                "heartbeat_at = :t WHERE id = :id",
+                {"id": run_id, "host": HOST, "pid": carrier_pid(), "t": now},
             )
         return run_id
+
+    def heartbeat(self, run_id: str) -> None:
+        """This process carries the run on now (each stage of a run may be its own process)."""
+        self.backend.execute(
+            "UPDATE runs SET host = :host, pid = :pid, heartbeat_at = :t WHERE id = :id",
+            {"id": run_id, "host": HOST, "pid": carrier_pid(), "t": utcnow()},
+        )
+
+    def fail_abandoned_runs(self, kinds: tuple[str, ...] | None = None) -> list[str]:
+        """Mark failed the ``running`` runs whose process is gone; one line per run marked."""
+        rows = self.fetch(
+            "SELECT id, kind, host, pid, heartbeat_at FROM runs WHERE status = 'running'"
+        )
+        now, marked = utcnow(), []
+        for run_id, kind, host, pid, heartbeat in rows:
+            if kinds is not None and kind not in kinds:
+                continue
+            why = abandoned_because(host, pid, heartbeat, now)
+            if why is None:
+                continue
+            self.backend.execute(
+                "UPDATE runs SET status = 'failed', finished_at = :t, error = :e "
+                "WHERE id = :id AND status = 'running'",
+                {"id": run_id, "t": now, "e": f"abandoned: {why}"},
+            )
+            marked.append(f"{kind} run {run_id} marked failed: {why}")
+        return marked
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """A transaction that no other process runs under the same name at the same time
+        (PostgreSQL: an advisory lock; DuckDB has one writer process anyway)."""
+        with self.backend.transaction():
+            if self.kind == "postgresql":
+                self.backend.execute("SELECT pg_advisory_xact_lock(hashtext(:n))", {"n": name})
+            yield
 
     def finish_run(
         self,

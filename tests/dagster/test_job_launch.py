@@ -142,3 +142,56 @@ def test_a_failed_dream_is_re_executed_from_the_failed_step(env: Path, sqlite_ho
     with memvault.open(url) as store:
         dreams = store.fetch("SELECT id, status FROM runs WHERE kind = 'dream'")
     assert len(dreams) == 1 and dreams[0][1] == "succeeded", dreams
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+def test_two_dreams_from_two_instances_on_one_postgres_store(
+    env: Path, store_url: str, tmp_path: Path
+) -> None:
+    """Both launched at once: one dreams, the other stops with a message naming the first (or
+    runs after it) — never a duplicate-key error half-way through."""
+    seed_demo_store(store_url, env, sessions=24)
+    homes = []
+    for name in ("one", "two"):
+        home = tmp_path / name
+        home.mkdir()
+        shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+        homes.append(home)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.dagster.launcher", "dream_job", store_url],
+            cwd=ROOT,
+            env=os.environ | {"DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for home in homes
+    ]
+    outcomes = []
+    for process, home in zip(processes, homes, strict=True):
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err[-2000:]
+        run_id = out.strip().splitlines()[-1]
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            run = instance.get_run_by_id(run_id)
+            assert run is not None
+            messages = " ".join(
+                str(r.dagster_event.event_specific_data)
+                for r in instance.all_logs(run_id)
+                if r.dagster_event and r.dagster_event.is_step_failure
+            )
+        assert "duplicate key" not in messages and "UniqueViolation" not in messages, messages
+        if run.status == dg.DagsterRunStatus.FAILURE:
+            assert "another dream is running on this store" in messages, messages
+        outcomes.append(run.status)
+    assert dg.DagsterRunStatus.SUCCESS in outcomes, outcomes
+    with memvault.open(store_url) as store:
+        spans = store.fetch(
+            "SELECT started_at, finished_at FROM runs WHERE kind = 'dream' "
+            "AND status = 'succeeded' ORDER BY started_at"
+        )
+    assert len(spans) == outcomes.count(dg.DagsterRunStatus.SUCCESS)
+    if len(spans) == 2:  # both dreamed: one after the other, never side by side
+        assert spans[0][1] <= spans[1][0], spans
+    print(f"\ntwo dreams at once on PostgreSQL: {[s.value for s in outcomes]}")

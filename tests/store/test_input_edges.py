@@ -61,8 +61,7 @@ def test_an_over_long_text_is_split_without_losing_whitespace(store: Store, tmp_
     report = ingest_file(store, path)
     assert report.split_blocks == 1
     parts = store.fetch(
-        "SELECT text FROM blocks WHERE id = 'b1' OR parent_id = 'b1' "
-        "ORDER BY length(id), id"
+        "SELECT text FROM blocks WHERE id = 'b1' OR parent_id = 'b1' ORDER BY length(id), id"
     )
     assert len(parts) >= 3
     assert "".join(t for (t,) in parts) == words, "the parts join back to the text exactly"
