@@ -172,6 +172,8 @@ def dream_reflect(
         )
         for insight in result.insights:
             context.log.info(f"insight: {insight.text}")
+        if result.failure:
+            context.log.warning(f"no reflection this time: {result.failure}")
         meta = judge_metadata(judge)
         record_stage(
             opened,
@@ -196,6 +198,7 @@ def dream_reflect(
             "gaps_opened": result.gaps_opened,
             "gaps_updated": result.gaps_updated,
             "reflection_kind": "statistical" if judge.kind == "heuristic" else "llm",
+            "reflection_failed": result.failure is not None,
             **meta,
             "duration_s": round(time.monotonic() - started, 3),
             "insight_texts": md_table(

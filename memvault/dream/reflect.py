@@ -20,6 +20,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.dream.orient import OrientStats, last_dream
+from memvault.errors import JudgeError
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
@@ -257,6 +258,8 @@ class ReflectResult:
     insights_written: int = 0
     gaps_opened: int = 0
     gaps_updated: int = 0
+    #: Why the judge gave no reflection (the dream goes on without one).
+    failure: str | None = None
 
 
 def dreamed_before(store: Store) -> bool:
@@ -292,7 +295,12 @@ def reflect(
     """
     if not any(snapshot.new_since_last_dream.values()) and dreamed_before(store):
         return ReflectResult()  # nothing new since the last dream: nothing new to reflect on
-    reply = judge.ask(REFLECT, snapshot)
+    try:
+        reply = judge.ask(REFLECT, snapshot)
+    except (
+        JudgeError
+    ) as exc:  # after the judge's retries: no reflection this time, the dream goes on
+        return ReflectResult(failure=str(exc))
     result = ReflectResult(insights=reply.insights[:max_insights], gaps=reply.gaps)
     if dry_run:
         return result

@@ -177,7 +177,7 @@ class OpenAIJudge:
                     prompt_tokens,
                     completion_tokens,
                 )
-            except (ValidationError, ValueError) as exc:
+            except (ValidationError, ValueError, TypeError, AttributeError) as exc:
                 problem = _one_line(exc)
             conversation = [
                 *messages,
@@ -287,3 +287,8 @@ class OpenAIJudge:
             raise  # the caller decides whether it means "no tools here"
         except openai.OpenAIError as exc:
             raise JudgeError(f"{model} at {self.base_url}: {_one_line(exc)}") from exc
+        except (ValueError, TypeError, AttributeError) as exc:  # e.g. a 200 that is not JSON
+            raise JudgeError(
+                f"{model} at {self.base_url} answered with something that is not an OpenAI "
+                f"reply: {_one_line(exc)}"
+            ) from exc
