@@ -1,0 +1,207 @@
+"""Reading the review queue, deciding its items, and letting deadlines pass without a commit.
+
+A decision is "correct" (apply the proposed change) or "wrong" (leave the store
+as it is). It runs as a run of kind ``review``: the change goes through the
+audited write path (``memvault undo`` reverts it), the item records who decided
+and when, and the decision feeds the calibration of the review rules.
+
+Each kind of item is applied by the *applier* registered for its prefix
+(``conflict``, ``garden``, ``lint``, ...): the queue does not know what a
+change means, only who can make it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import polars as pl
+from pydantic import BaseModel
+
+from memvault.errors import MemvaultError
+from memvault.normalize import utcnow
+from memvault.store import Mutation, Store
+
+Verdict = Literal["correct", "wrong"]
+#: Applies a decided item: (store, mutation, item, verdict) → a line saying what changed.
+Applier = Callable[[Store, Mutation, "ReviewItem", Verdict], str]
+_APPLIERS: dict[str, Applier] = {}
+
+
+def register_applier(prefix: str, applier: Applier) -> None:
+    """``applier`` decides the items whose kind is ``prefix`` or starts with ``prefix:``."""
+    _APPLIERS[prefix] = applier
+
+
+class ReviewError(MemvaultError):
+    """A review decision that cannot be made as asked."""
+
+
+class ReviewItem(BaseModel):
+    """One row of ``review_queue``, with its proposal decoded."""
+
+    id: str
+    kind: str
+    target_table: str | None = None
+    target_id: str | None = None
+    proposal: dict[str, Any]
+    reason: str | None = None
+    confidence: float | None = None
+    impact_score: float | None = None
+    impact_inputs: dict[str, Any] | None = None
+    status: str
+    deadline: dt.datetime | None = None
+    run_id: str | None = None
+    created_at: dt.datetime
+    decided_at: dt.datetime | None = None
+    decision: str | None = None
+    decided_by: str | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ReviewItem:
+        data = dict(row)
+        data["proposal"] = json.loads(data.get("proposal") or "{}")
+        inputs = data.get("impact_inputs")
+        data["impact_inputs"] = json.loads(inputs) if inputs else None
+        return cls(**data)
+
+    @property
+    def prefix(self) -> str:
+        return self.kind.split(":", 1)[0]
+
+
+OPEN = ("pending", "expired")
+
+
+def list_items(
+    store: Store, statuses: Sequence[str] = OPEN, kinds: Sequence[str] | None = None
+) -> list[ReviewItem]:
+    """Items in these statuses (default: waiting for a human), oldest first."""
+    frame = store.fetch_df(
+        "SELECT * FROM review_queue WHERE status IN (SELECT unnest(CAST(:st AS TEXT[]))) "
+        "ORDER BY created_at, id",
+        {"st": list(statuses)},
+    )
+    items = [ReviewItem.from_row(r) for r in frame.iter_rows(named=True)]
+    if kinds:
+        items = [i for i in items if i.kind in kinds or i.prefix in kinds]
+    return items
+
+
+def get_item(store: Store, item_id: str) -> ReviewItem:
+    row = store.get_row("review_queue", item_id)
+    if row is None:
+        raise ReviewError(f"no review item {item_id!r}; `memvault review list` shows them")
+    return ReviewItem.from_row(row)
+
+
+@dataclass
+class Decision:
+    item_id: str
+    verdict: Verdict
+    run_id: str
+    applied: str
+
+
+def enqueue_row(
+    *,
+    item_id: str,
+    kind: str,
+    target_table: str | None,
+    target_id: str | None,
+    proposal: dict[str, Any],
+    reason: str,
+    confidence: float | None,
+    impact: float | None,
+    impact_inputs: dict[str, Any] | None,
+    deadline: dt.datetime | None,
+    run_id: str | None,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    """A ``review_queue`` row (insert it through a mutation, so it is audited)."""
+    return {
+        "id": item_id,
+        "kind": kind,
+        "target_table": target_table,
+        "target_id": target_id,
+        "proposal": json.dumps(proposal, ensure_ascii=False, sort_keys=True, default=str),
+        "reason": reason,
+        "confidence": confidence,
+        "impact_score": impact,
+        "impact_inputs": json.dumps(impact_inputs, sort_keys=True) if impact_inputs else None,
+        "status": "pending",
+        "deadline": deadline,
+        "run_id": run_id,
+        "created_at": now,
+    }
+
+
+def decide(
+    store: Store,
+    item_id: str,
+    verdict: Verdict,
+    *,
+    by: str = "human",
+    note: str | None = None,
+) -> Decision:
+    """Apply a human's decision on one item, audited in a run of its own."""
+    item = get_item(store, item_id)
+    if item.status not in OPEN:
+        raise ReviewError(f"review item {item_id} was already decided ({item.status})")
+    applier = _APPLIERS.get(item.kind) or _APPLIERS.get(item.prefix)
+    if applier is None:
+        raise ReviewError(f"no way to apply review items of kind {item.kind!r}")
+    run_id = store.begin_run("review", {"item": item_id, "verdict": verdict, "by": by})
+    try:
+        with store.mutation(run_id, "review") as m:
+            applied = applier(store, m, item, verdict)
+            m.update(
+                "review_queue",
+                item_id,
+                {
+                    "status": "approved" if verdict == "correct" else "rejected",
+                    "decision": verdict,
+                    "decided_by": by,
+                    "decided_at": utcnow(),
+                    "note": note or applied,
+                },
+                action=f"review-{verdict}",
+                reason=note or applied,
+            )
+    except Exception as exc:
+        store.finish_run(run_id, "failed", error=str(exc))
+        raise
+    store.finish_run(run_id, "succeeded", {"item": item_id, "verdict": verdict})
+    return Decision(item_id, verdict, run_id, applied)
+
+
+def expire_overdue(store: Store, run_id: str, now: dt.datetime | None = None) -> list[str]:
+    """Items past their deadline are not committed: they expire, visibly, and keep waiting
+    for a human (a pending SUPERSEDE stays pending); returns the ids expired."""
+    now = now or utcnow()
+    overdue = store.fetch(
+        "SELECT id FROM review_queue WHERE status = 'pending' AND deadline IS NOT NULL "
+        "AND deadline < :now ORDER BY id",
+        {"now": now},
+    )
+    ids = [r[0] for r in overdue]
+    if ids:
+        with store.mutation(run_id, "review-deadline") as m:
+            m.update_many(
+                "review_queue",
+                pl.DataFrame(
+                    {
+                        "id": ids,
+                        "status": ["expired"] * len(ids),
+                        "decided_by": ["deadline"] * len(ids),
+                        "note": ["deadline passed without a decision: not applied"] * len(ids),
+                    }
+                ),
+                action="expire",
+                reason="deadline passed without a decision: nothing committed",
+            )
+    return ids
