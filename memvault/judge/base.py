@@ -54,10 +54,20 @@ class JudgeStats:
 
 @runtime_checkable
 class Judge(Protocol):
-    """Answers typed tasks; ``kind`` names the implementation ("openai:<model>", ...)."""
+    """Answers typed tasks; ``kind`` names the implementation ("openai:<model>", ...).
+
+    ``can_escalate`` says whether ``escalate=True`` reaches a different, stronger model;
+    when it does not, callers must not count a re-ask as an escalation (it would only be
+    the same question answered again, or a cache hit on the first answer).
+    """
 
     kind: str
     stats: JudgeStats
+
+    @property
+    def can_escalate(self) -> bool:
+        """Whether ``escalate=True`` reaches a different, stronger model."""
+        ...
 
     def ask(
         self, task: JudgeTask[RequestT, ReplyT], request: RequestT, *, escalate: bool = False

@@ -26,6 +26,8 @@ class HeuristicJudge(SequentialJudge):
     """
 
     kind = "heuristic"
+    #: Rules have no stronger version to ask: the heuristic judge never escalates.
+    can_escalate = False
 
     def __init__(self) -> None:
         self.stats = JudgeStats()

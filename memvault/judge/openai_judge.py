@@ -113,9 +113,15 @@ class OpenAIJudge:
     def __repr__(self) -> str:
         return f"OpenAIJudge({self.base_url!r}, model={self.model!r})"
 
+    @property
+    def can_escalate(self) -> bool:
+        """Only a configured, different escalation model is an escalation."""
+        return bool(self.escalation_model) and self.escalation_model != self.model
+
     def ask(
         self, task: JudgeTask[RequestT, ReplyT], request: RequestT, *, escalate: bool = False
     ) -> ReplyT:
+        escalate = escalate and self.can_escalate
         model = (self.escalation_model or self.model) if escalate else self.model
         if escalate:
             self.stats.add(escalations=1)

@@ -44,7 +44,9 @@ class ScriptedJudge(SequentialJudge):
 
     kind = "scripted"
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, *, can_escalate: bool = True) -> None:
+        """``can_escalate``: whether the scripted judge stands for one with an escalation model."""
+        self.can_escalate = can_escalate
         self._script = {
             name: entry if callable(entry) else list(entry) for name, entry in script.items()
         }

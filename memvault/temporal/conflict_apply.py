@@ -281,13 +281,16 @@ def _apply_batch(
             reviews.append(
                 {
                     "id": f"conflict:{action.pair_id}",
-                    "kind": "conflict",
+                    "kind": action.review_kind or "conflict",
                     "target_table": "triples",
                     "target_id": action.target_id,
                     "proposal": proposal_json(action),
                     "reason": action.reason,
                     "confidence": action.confidence,
                     "impact_score": action.impact,
+                    "impact_inputs": json.dumps(action.impact_inputs, sort_keys=True)
+                    if action.impact_inputs
+                    else None,
                     "status": "pending",
                     "deadline": plan.now + dt.timedelta(days=plan.config.review_deadline_days),
                     "run_id": run_id,

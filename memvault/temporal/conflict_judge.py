@@ -124,3 +124,95 @@ RESOLVE_CONFLICT: JudgeTask[ResolveConflictRequest, ConflictReply] = JudgeTask(
     ),
     heuristic=resolve_conflict_heuristic,
 )
+
+
+# --------------------------------------------------------------------------- the second judgment
+
+
+class ProposedChange(BaseModel):
+    """The change a first judgment proposed, as the second one sees it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["MERGE", "SUPERSEDE"]
+    newer: Literal["a", "b"] | None = None
+    reason: str
+
+
+class ConfirmChangeRequest(BaseModel):
+    """Two statements and a change proposed for them: is it right?"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str
+    subject_type: str | None = None
+    predicate: dict[str, Any]
+    a: ConflictStatement
+    b: ConflictStatement
+    proposed: ProposedChange
+
+
+class ConfirmReply(BaseModel):
+    """The second, independent judgment of a proposed change."""
+
+    agree: bool = Field(
+        description="True only when the data shows the proposed change is right; false when it "
+        "is wrong or the data does not show it."
+    )
+    confidence: float = Field(
+        ge=0.0, le=1.0, description="How sure the answer is, from 0 (a guess) to 1 (certain)."
+    )
+    reason: str = Field(description="One or two sentences: why, citing the dates and texts.")
+
+
+#: What the rules answer when they can confirm a change by themselves.
+RULE_CONFIRMED = 0.85
+
+
+def confirm_change_heuristic(request: ConfirmChangeRequest) -> ConfirmReply:
+    """Confirms only what rules can check: a merge of identical or near-identical wordings of
+    the same thing, a supersede whose newer statement starts later on a predicate expected to
+    change. Anything else: "the rules cannot confirm this" — a person decides."""
+    a, b, proposed = request.a, request.b, request.proposed
+    if proposed.verdict == "MERGE":
+        same = resolve_conflict_heuristic(
+            ResolveConflictRequest(
+                subject=request.subject,
+                subject_type=request.subject_type,
+                predicate=request.predicate,
+                why_asked="second judgment",
+                a=a,
+                b=b,
+            )
+        )
+        if same.verdict == "MERGE":
+            return ConfirmReply(
+                agree=True, confidence=RULE_CONFIRMED, reason=f"rules agree: {same.reason}"
+            )
+        return ConfirmReply(
+            agree=False, confidence=0.6, reason="the rules cannot confirm that these are the same"
+        )
+    new, old = (a, b) if proposed.newer == "a" else (b, a)
+    volatile = request.predicate.get("volatility") == "volatile"
+    if volatile and new.valid_at and old.valid_at and new.valid_at > old.valid_at:
+        return ConfirmReply(
+            agree=True,
+            confidence=RULE_CONFIRMED,
+            reason=f"rules agree: the newer statement starts later ({new.valid_at:%Y-%m-%d})",
+        )
+    return ConfirmReply(
+        agree=False,
+        confidence=0.6,
+        reason="the rules cannot confirm this change (no later start on a predicate expected to "
+        "change)",
+    )
+
+
+CONFIRM_CHANGE: JudgeTask[ConfirmChangeRequest, ConfirmReply] = JudgeTask(
+    "confirm_change",
+    request_model=ConfirmChangeRequest,
+    reply_model=ConfirmReply,
+    description="Check a change another judge proposed for two dated statements: agree only when "
+    "the data shows it is right.",
+    heuristic=confirm_change_heuristic,
+)

@@ -39,11 +39,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from memvault.errors import JudgeError
 from memvault.judge.base import ask_each
 from memvault.normalize import utcnow
+from memvault.review.calibration import Calibration, calibrate
+from memvault.review.impact import ImpactInputs, impact_score, subject_inputs
+from memvault.review.policy import ReviewPolicy, route
 from memvault.store import Store
 from memvault.temporal.conflict_judge import (
+    CONFIRM_CHANGE,
     RESOLVE_CONFLICT,
+    ConfirmChangeRequest,
+    ConfirmReply,
     ConflictReply,
     ConflictStatement,
+    ProposedChange,
     ResolveConflictRequest,
 )
 from memvault.temporal.grounding import Grounding
@@ -137,6 +144,10 @@ class ConflictAction(BaseModel):
     pair_id: str | None = None
     proposal: dict[str, Any] | None = None
     impact: float | None = None
+    impact_inputs: dict[str, Any] | None = None
+    review_kind: str | None = Field(
+        default=None, description="review: the review queue's kind (conflict:merge, ...)"
+    )
 
     def audit_reason(self) -> str:
         if self.rule is not None:
@@ -588,6 +599,33 @@ def _ask(
     return replies
 
 
+def _ask_confirm(
+    judge: Judge, requests: list[ConfirmChangeRequest], batch: int, *, escalate: bool
+) -> list[ConfirmReply | JudgeError]:
+    replies: list[ConfirmReply | JudgeError] = []
+    for start in range(0, len(requests), batch):
+        chunk = requests[start : start + batch]
+        replies += ask_each(judge, CONFIRM_CHANGE, chunk, escalate=escalate)
+    return replies
+
+
+def _confirm_request(
+    request: ResolveConflictRequest, reply: ConflictReply, newer: str | None
+) -> ConfirmChangeRequest:
+    return ConfirmChangeRequest(
+        subject=request.subject,
+        subject_type=request.subject_type,
+        predicate=request.predicate,
+        a=request.a,
+        b=request.b,
+        proposed=ProposedChange(
+            verdict=reply.verdict,  # only MERGE and SUPERSEDE reach here
+            newer=newer,
+            reason=reply.reason,
+        ),
+    )
+
+
 def _earlier(a: ConflictStatement, b: ConflictStatement) -> bool:
     """True when ``a`` came first (valid_at, then created_at, then id; undated last)."""
 
@@ -660,7 +698,8 @@ class _Pair:
     subject_id: str
     predicate: str
     preference: bool
-    impact: float  # review impact: a functional timeline matters more than a multi-valued fact
+    impact: float  # the change's impact score (memvault.review.impact)
+    impact_inputs: dict[str, Any]
 
 
 def _judged_action(
@@ -680,6 +719,7 @@ def _judged_action(
         "verdict": reply.verdict,
         "pair_id": pair.pair_id,
         "impact": pair.impact,
+        "impact_inputs": pair.impact_inputs,
     }
     verdict = reply.verdict
     if verdict == "MERGE" and pair.preference:
@@ -714,26 +754,38 @@ def _review_action(
     replies: list[tuple[str, ConflictReply]],
     now: dt.datetime,
     config: ConflictConfig,
+    *,
+    reason: str | None = None,
+    confirmation: ConfirmReply | None = None,
 ) -> ConflictAction:
     last_by, last = replies[-1]
     proposal = _review_proposal(pair, request, replies, now, config)
+    confidence = last.confidence
+    if confirmation is not None:
+        proposal["confirmation"] = confirmation.model_dump(mode="json")
+        confidence = min(confidence, confirmation.confidence)
+    why = (
+        reason
+        or verdict_problem(last, request.a, request.b)[0]
+        or f"not sure enough ({last.confidence:.2f} < {config.confidence_threshold})"
+    )
     return ConflictAction(
         kind="review",
         target_id=request.a.triple_id,
         other_id=request.b.triple_id,
         subject_id=pair.subject_id,
         predicate=pair.predicate,
-        reason=(
-            verdict_problem(last, request.a, request.b)[0]
-            or f"not sure enough ({last.confidence:.2f} < {config.confidence_threshold})"
-        )
-        + f": {last.reason}",
+        reason=f"{why}: {last.reason}",
         decided_by=last_by,
-        confidence=last.confidence,
+        confidence=confidence,
         verdict=last.verdict,
         pair_id=pair.pair_id,
         proposal=proposal,
         impact=pair.impact,
+        impact_inputs=pair.impact_inputs,
+        review_kind=f"conflict:{last.verdict.lower()}"
+        if last.verdict in ("MERGE", "SUPERSEDE")
+        else "conflict",
     )
 
 
@@ -777,6 +829,8 @@ def _failed_action(
         pair_id=pair.pair_id,
         proposal=_review_proposal(pair, request, [], now, config) | {"judge_error": str(error)},
         impact=pair.impact,
+        impact_inputs=pair.impact_inputs,
+        review_kind="conflict",
     )
 
 
@@ -790,6 +844,8 @@ def _judge_pairs(
     now: dt.datetime,
     stats: Counter[str],
     failures: list[str],
+    policy: ReviewPolicy,
+    calibration: Calibration,
 ) -> list[ConflictAction]:
     """Ask the judge about each pair, escalate the unsure ones, queue what stays unsure.
 
@@ -805,6 +861,7 @@ def _judge_pairs(
     subjects = _subjects(store, sorted({r["subject_id"] for r in by_id.values()}))
     requests: list[ResolveConflictRequest] = []
     meta: list[_Pair] = []
+    subject_facts: dict[str, tuple[float, int]] = {}
     for a, b, why in pairs.select("a", "b", "why").iter_rows():
         row = by_id[a]
         definition = grounding.get(row["predicate"])
@@ -828,22 +885,42 @@ def _judge_pairs(
                 b=statements[b],
             )
         )
+        if row["subject_id"] not in subject_facts:
+            subject_facts[row["subject_id"]] = subject_inputs(store, row["subject_id"])
+        centrality, dependents = subject_facts[row["subject_id"]]
+        inputs = ImpactInputs(
+            centrality=centrality,
+            dependents=dependents,
+            layer=bool(row["preference"]),
+            retires_current=any(
+                statements[t].status == "active" and statements[t].invalid_at is None
+                for t in (a, b)
+            ),
+        )
         meta.append(
             _Pair(
                 pair_id=pair_id(a, b),
                 subject_id=row["subject_id"],
                 predicate=row["predicate"],
                 preference=bool(row["preference"]),
-                impact=1.0 if row["functional"] else 0.5,
+                impact=impact_score(inputs),
+                impact_inputs=inputs.model_dump(),
             )
         )
     stats["judged"] += len(requests)
     threshold = config.confidence_threshold
     decided: dict[int, ConflictAction] = {}
 
-    def to_review(i: int, replies: list[tuple[str, ConflictReply]]) -> None:
+    def to_review(
+        i: int,
+        replies: list[tuple[str, ConflictReply]],
+        reason: str | None = None,
+        second: ConfirmReply | None = None,
+    ) -> None:
         stats["queued_for_review"] += 1
-        decided[i] = _review_action(meta[i], requests[i], replies, now, config)
+        decided[i] = _review_action(
+            meta[i], requests[i], replies, now, config, reason=reason, confirmation=second
+        )
 
     def failed(i: int, error: JudgeError) -> None:
         # After the judge's own retries: this pair goes to a human, the others go on.
@@ -851,6 +928,7 @@ def _judge_pairs(
         failures.append(f"{meta[i].pair_id}: {error}")
         decided[i] = _failed_action(meta[i], requests[i], error, now, config)
 
+    confident: list[tuple[int, list[tuple[str, ConflictReply]], str | None]] = []
     unsure: list[tuple[int, ConflictReply]] = []
     for i, reply in enumerate(_ask(judge, requests, config.batch_size, escalate=False)):
         if isinstance(reply, JudgeError):
@@ -860,10 +938,12 @@ def _judge_pairs(
         if problem is not None:
             stats["invalid_verdicts"] += 1
             to_review(i, [(judge.kind, reply)])
-        elif reply.confidence < threshold:
+        elif reply.confidence >= threshold:
+            confident.append((i, [(judge.kind, reply)], newer))
+        elif judge.can_escalate:
             unsure.append((i, reply))
-        else:
-            decided[i] = _judged_action(meta[i], requests[i], reply, newer, judge.kind)
+        else:  # no stronger model configured: asking again would only repeat the answer
+            to_review(i, [(judge.kind, reply)], "not sure, and no escalation model is configured")
     stats["escalated"] += len(unsure)
     again = _ask(judge, [requests[i] for i, _ in unsure], config.batch_size, escalate=True)
     for (i, first), second in zip(unsure, again, strict=True):
@@ -872,10 +952,53 @@ def _judge_pairs(
             continue
         problem, newer = verdict_problem(second, requests[i].a, requests[i].b)
         if problem is None and second.confidence >= threshold:
-            decided[i] = _judged_action(meta[i], requests[i], second, newer, "escalation")
+            confident.append((i, [(judge.kind, first), ("escalation", second)], newer))
         else:
             stats["invalid_verdicts"] += problem is not None
             to_review(i, [(judge.kind, first), ("escalation", second)])
+
+    # A change of the store needs a second, independent judgment that agrees, and the review
+    # rules' consent; keeping both statements (COEXIST) changes nothing and needs neither.
+    changes = [(i, r, n) for i, r, n in confident if r[-1][1].verdict != "COEXIST"]
+    for i, replies, newer in confident:
+        if replies[-1][1].verdict == "COEXIST":
+            decided[i] = _judged_action(meta[i], requests[i], replies[-1][1], newer, replies[-1][0])
+    # The confirmation goes to the other model when there is one: the escalation model for a
+    # first answer, the primary model (its own differently worded prompt) for an escalated one.
+    by_model = {
+        escalate: [c for c in changes if (c[1][-1][0] != "escalation") == escalate]
+        for escalate in (True, False)
+    }
+    for escalate, group in by_model.items():
+        escalate = escalate and judge.can_escalate
+        checks = [_confirm_request(requests[i], replies[-1][1], n) for i, replies, n in group]
+        seconds = _ask_confirm(judge, checks, config.batch_size, escalate=escalate)
+        for (i, replies, newer), check in zip(group, seconds, strict=True):
+            first_by, first = replies[-1]
+            if isinstance(check, JudgeError):
+                failed(i, check)
+                continue
+            stats["confirmations"] += 1
+            if not check.agree:
+                stats["disagreements"] += 1
+                to_review(i, replies, f"the second judgment disagrees: {check.reason}", check)
+                continue
+            kind = f"conflict:{first.verdict.lower()}"
+            decision = route(
+                policy,
+                calibration,
+                kind,
+                min(first.confidence, check.confidence),
+                meta[i].impact,
+                batch_size=len(changes),
+            )
+            if not decision.auto:
+                to_review(i, replies, f"both judgments agree, but {decision.reason}", check)
+                continue
+            stats["auto_approved"] += 1
+            decided[i] = _judged_action(
+                meta[i], requests[i], first, newer, f"{first_by}, confirmed"
+            )
     return [decided[i] for i in sorted(decided)]
 
 
@@ -970,6 +1093,7 @@ def plan_conflicts(
     config: ConflictConfig | None = None,
     dry_run: bool = False,
     now: dt.datetime | None = None,
+    policy: ReviewPolicy | None = None,
 ) -> ConflictPlan:
     """Decide every conflict the store holds now; writes nothing.
 
@@ -978,6 +1102,7 @@ def plan_conflicts(
     """
     grounding = grounding or Grounding.load()
     config = config or ConflictConfig()
+    policy = policy or ReviewPolicy()
     now = now or utcnow()
     stats: Counter[str] = Counter()
     before = judge.stats.as_dict()
@@ -1005,6 +1130,7 @@ def plan_conflicts(
         return finish([], [])
     verdicts = _known_verdicts(store)
     known = set(verdicts["id"].to_list())
+    calibration = calibrate(store, policy)
     protected = _judge_protected(rows, verdicts)
     attitudes = _attitudes(store) if rows["preference"].any() else pl.DataFrame()
     judged: list[ConflictAction] = []
@@ -1021,7 +1147,7 @@ def plan_conflicts(
         batch = fresh.head(budget)
         asked |= set(batch["pair_id"].to_list())
         verdicts_now = _judge_pairs(
-            store, judge, batch, rows, grounding, config, now, stats, failures
+            store, judge, batch, rows, grounding, config, now, stats, failures, policy, calibration
         )
         judged += verdicts_now
         judged_into |= {

@@ -270,7 +270,7 @@ def test_a_pair_waiting_for_review_does_not_fail_later_dreams(
     """An honest 'not sure' on a one-value-at-a-time fact goes to review; the dream that queued
     it and every dream after it still pass their checks."""
     from memvault.judge import HeuristicJudge
-    from tests.store.temporal_history import History
+    from tests.store.temporal_history import CONFIRM, History
 
     h = History()
     h.entity("globex", "Globex", "organization")
@@ -283,13 +283,13 @@ def test_a_pair_waiting_for_review_does_not_fail_later_dreams(
     with memvault.open(store_url) as store:
         h.ingest(store, tmp_path)
     unsure = {"verdict": "SUPERSEDE", "confidence": 0.4, "newer": "b", "reason": "maybe moved"}
-    scripted = ScriptedJudge({"resolve_conflict": lambda _: unsure})
+    scripted = ScriptedJudge({**CONFIRM, "resolve_conflict": lambda _: unsure})
     heuristic = HeuristicJudge()
 
     class Unsure(JudgeResource):
         def build(self, cache=None):  # type: ignore[override]
             class Mixed:
-                kind, stats = scripted.kind, scripted.stats
+                kind, stats, can_escalate = scripted.kind, scripted.stats, True
 
                 def ask(self, task, request, *, escalate=False):  # type: ignore[no-untyped-def]
                     judge = scripted if task.name == "resolve_conflict" else heuristic

@@ -107,3 +107,11 @@ class History:
         path.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
         self.records = []
         ingest_file(store, path)
+
+
+def _agree(request: object) -> dict[str, object]:
+    return {"agree": True, "confidence": 0.95, "reason": "the dates and texts show it"}
+
+
+#: A scripted second judgment that agrees with every proposed change.
+CONFIRM: dict[str, object] = {"confirm_change": _agree}
