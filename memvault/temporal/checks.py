@@ -179,9 +179,9 @@ JOIN current_facts b
   ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
 WHERE a.starts < b.ends AND b.starts < a.ends
   AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
-                  WHERE (v.verdict = 'COEXIST' OR v.status = 'review') AND v.id = a.id || '|' || b.id)
+                  WHERE (v.verdict = 'COEXIST' OR v.status IN ('review', 'expired', 'rejected')) AND v.id = a.id || '|' || b.id)
   AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
-                  WHERE (v.verdict = 'COEXIST' OR v.status = 'review') AND v.id = b.id || '|' || a.id)
+                  WHERE (v.verdict = 'COEXIST' OR v.status IN ('review', 'expired', 'rejected')) AND v.id = b.id || '|' || a.id)
 """
 
 

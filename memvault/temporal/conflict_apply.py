@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
 from memvault.temporal.conflicts import ConflictAction, ConflictPlan, proposal_json, typed
@@ -104,6 +105,21 @@ def apply_conflict_plan(
         with store.mutation(run_id, phase) as mutation:
             applied.update(_apply_batch(store, mutation, batch, plan, run_id))
     return applied
+
+
+def apply_actions(store: Store, m: Mutation, actions: list[ConflictAction]) -> Counter[str]:
+    """Apply a few decided actions inside an open mutation (a human's review decision)."""
+    from memvault.temporal.conflicts import ConflictConfig
+
+    plan = ConflictPlan(
+        actions=actions,
+        stats=Counter(),
+        judge_kind="human",
+        judge_stats={},
+        now=utcnow(),
+        config=ConflictConfig(),
+    )
+    return _apply_batch(store, m, actions, plan, m.run_id)
 
 
 def _read(store: Store, ids: set[str]) -> dict[str, dict[str, Any]]:

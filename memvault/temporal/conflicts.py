@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from memvault.errors import JudgeError
+from memvault.errors import JudgeError, MemvaultError
 from memvault.judge.base import ask_each
 from memvault.normalize import utcnow
 from memvault.review.calibration import Calibration, calibrate
@@ -804,6 +804,20 @@ def _review_proposal(
         "subject": request.subject,
         "predicate": pair.predicate,
         "objects": {"a": request.a.object, "b": request.b.object},
+        "statements": {
+            side: statement.model_dump(
+                mode="json",
+                include={
+                    "object",
+                    "valid_at",
+                    "invalid_at",
+                    "created_at",
+                    "source_session",
+                    "source_text",
+                },
+            )
+            for side, statement in (("a", request.a), ("b", request.b))
+        },
         "verdicts": [{"decided_by": by, **r.model_dump(mode="json")} for by, r in replies],
         "deadline": (now + dt.timedelta(days=config.review_deadline_days)).isoformat(),
         "why_asked": request.why_asked,
@@ -1358,3 +1372,49 @@ def _rule_actions(
 
 def proposal_json(action: ConflictAction) -> str:
     return json.dumps(action.proposal or {}, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def action_for_review(
+    store: Store, proposal: dict[str, Any], decided_by: str, grounding: Grounding | None = None
+) -> ConflictAction | None:
+    """The change a queued conflict proposes (its last verdict), checked again against the
+    store as it is now; None when it proposes no change (keep both)."""
+    verdicts = proposal.get("verdicts") or []
+    if not verdicts or verdicts[-1].get("verdict") not in ("MERGE", "SUPERSEDE"):
+        return None
+    reply = ConflictReply.model_validate(
+        {k: v for k, v in verdicts[-1].items() if k in ConflictReply.model_fields}
+    )
+    a_id, b_id = str(proposal["triple_a"]), str(proposal["triple_b"])
+    rows = typed(
+        store.fetch_df(
+            f"SELECT {', '.join(ROW_SCHEMA)} FROM triples WHERE id = ANY(:ids)",
+            {"ids": [a_id, b_id]},
+        ),
+        ROW_SCHEMA,
+    )
+    if rows.height != 2:
+        raise MemvaultError(f"the statements {a_id} and {b_id} are no longer both in the store")
+    statements = _statements(store, rows, [a_id, b_id], 0)
+    a, b = statements[a_id], statements[b_id]
+    problem, newer = verdict_problem(reply, a, b)
+    if problem is not None:
+        raise MemvaultError(f"the proposed change cannot be applied: {problem}")
+    predicate = str(proposal.get("predicate") or rows["predicate"][0])
+    definition = (grounding or Grounding.load()).get(predicate)
+    pair = _Pair(
+        pair_id=pair_id(a_id, b_id),
+        subject_id=str(rows["subject_id"][0]),
+        predicate=predicate,
+        preference=bool(definition and definition.preference),
+        impact=float(proposal.get("impact") or 0.0),
+        impact_inputs=dict(proposal.get("impact_inputs") or {}),
+    )
+    request = ResolveConflictRequest(
+        subject=str(proposal.get("subject") or pair.subject_id),
+        predicate={"name": predicate},
+        why_asked=str(proposal.get("why_asked") or "review"),
+        a=a,
+        b=b,
+    )
+    return _judged_action(pair, request, reply, newer, decided_by)

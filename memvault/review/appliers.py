@@ -1,0 +1,99 @@
+"""What a human's decision does, per kind of review item (registered with the queue).
+
+* ``conflict`` — "correct": the proposed MERGE or SUPERSEDE is applied through the
+  same audited apply path the dream uses (checked again against the store as it is
+  now); for an item that proposes no change, "correct" keeps both statements.
+  "wrong": nothing changes and both statements keep holding (the pair is never
+  asked again).
+* ``garden`` — "correct" approves the proposal (the next garden run executes it);
+  "wrong" rejects it.
+* ``lint:archive-entity`` — "correct" archives the entity (never deletes it).
+* ``memory`` — a fact kept with low confidence: "correct" confirms it (confidence
+  1), "wrong" invalidates it (kept, dated, no longer believed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from memvault.normalize import utcnow
+from memvault.review.queue import ReviewItem, Verdict, register_applier
+from memvault.store import Mutation, Store
+
+
+def _verdict_row(m: Mutation, item: ReviewItem, verdict: str, status: str) -> None:
+    pair = item.proposal.get("pair")
+    if pair:
+        m.update(
+            "conflict_verdicts",
+            pair,
+            {"verdict": verdict, "status": status, "decided_by": "human", "decided_at": utcnow()},
+            action="review",
+            reason=f"human decision on {item.id}",
+        )
+
+
+def apply_conflict(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    from memvault.temporal.conflict_apply import apply_actions
+    from memvault.temporal.conflicts import action_for_review
+
+    if verdict == "wrong":
+        _verdict_row(m, item, "COEXIST", "rejected")
+        return "the proposed change is wrong: both statements keep holding"
+    action = action_for_review(store, item.proposal, "human")
+    if action is None:
+        _verdict_row(m, item, "COEXIST", "applied")
+        return "kept both statements"
+    applied: Counter[str] = apply_actions(store, m, [action])
+    _verdict_row(m, item, str(action.verdict), "applied")
+    done = ", ".join(f"{k} {n}" for k, n in applied.items()) or "nothing left to change"
+    return f"applied {action.describe()} ({done})"
+
+
+def apply_garden(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    if verdict == "correct":
+        return "approved: the next garden run executes it"
+    return "rejected: the gardener will not propose it again"
+
+
+def apply_archive_entity(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    if verdict == "wrong" or not item.target_id:
+        return "kept the entity as it is"
+    m.update("entities", item.target_id, {"status": "archived"}, action="archive",
+             reason=f"review {item.id}: {item.reason}")  # fmt: skip
+    return f"archived entity {item.target_id}"
+
+
+def apply_memory(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    if not item.target_id:
+        return "nothing to change"
+    if verdict == "correct":
+        m.update("triples", item.target_id, {"confidence": 1.0}, action="confirm",
+                 reason=f"review {item.id}: a person confirmed it")  # fmt: skip
+        return f"confirmed fact {item.target_id}"
+    now = utcnow()
+    m.update_many(
+        "triples",
+        pl.DataFrame(
+            [
+                {
+                    "id": item.target_id,
+                    "status": "invalidated",
+                    "expired_at": now,
+                    "note": f"review {item.id}: a person said it is wrong",
+                }
+            ]
+        ),
+        action="invalidate",
+        reason=f"review {item.id}: a person said it is wrong",
+    )
+    return f"invalidated fact {item.target_id} (kept, no longer believed)"
+
+
+def register_all() -> None:
+    register_applier("conflict", apply_conflict)
+    register_applier("garden", apply_garden)
+    register_applier("lint:archive-entity", apply_archive_entity)
+    register_applier("memory", apply_memory)

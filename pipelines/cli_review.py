@@ -1,0 +1,173 @@
+"""``memvault review``: what waits for a human, and the human's decisions.
+
+``list`` and ``show`` read the queue; ``approve ID`` says the proposed change is
+correct (it is applied, audited and undoable), ``reject ID`` says it is wrong
+(nothing changes); ``--serve`` starts the review page on the same decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+review_app = typer.Typer(
+    name="review",
+    help="What waits for a human (conflicts, lint findings, garden proposals, low-confidence "
+    "memories), and your decisions on it.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+StoreOpt = Annotated[str | None, typer.Option("--store", "-s", help="Store URL")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text")]
+
+
+def _guarded(fn: Any) -> Any:
+    from pipelines import cli_common
+
+    return cli_common.handles_errors(fn)
+
+
+def _item_json(item: Any) -> dict[str, Any]:
+    return item.model_dump(mode="json")
+
+
+@review_app.callback(invoke_without_command=True)
+def review(
+    ctx: typer.Context,
+    serve: Annotated[bool, typer.Option("--serve", help="Serve the review page")] = False,
+    host: Annotated[str, typer.Option(help="Interface of the review page")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the review page")] = 8766,
+    store: StoreOpt = None,
+) -> None:
+    """Without a command: the waiting items (or the review page with --serve)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if serve:
+        _guarded(_serve)(store, host, port)
+        return
+    _guarded(_list)(store, ("pending", "expired"), False)
+
+
+def _serve(store: str | None, host: str, port: int) -> None:
+    from pipelines import cli_common
+    from pipelines.review_web import serve
+
+    url = cli_common.chosen_store(store)
+    cli_common.err.print(f"review page on http://{host}:{port}  (store {escape(url)})")
+    serve(url, host, port)
+
+
+@review_app.command("list")
+def list_command(
+    store: StoreOpt = None,
+    status: Annotated[
+        list[str] | None, typer.Option(help="pending, expired, approved, rejected, ...")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Items waiting for a decision (pending and expired), oldest first."""
+    _guarded(_list)(store, tuple(status or ("pending", "expired")), as_json)
+
+
+def _list(store: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
+    from memvault.review import list_items
+    from pipelines import cli_common
+
+    with cli_common.opened(store) as handle:
+        items = list_items(handle, statuses)
+    if as_json:
+        cli_common.emit_json([_item_json(i) for i in items])
+        return
+    if not items:
+        cli_common.out.print(f"nothing {' or '.join(statuses)} in the review queue")
+        return
+    table = Table("id", "kind", "status", "confidence", "impact", "why it waits")
+    for item in items:
+        table.add_row(
+            escape(item.id),
+            escape(item.kind),
+            item.status,
+            f"{item.confidence:.2f}" if item.confidence is not None else "—",
+            f"{item.impact_score:.2f}" if item.impact_score is not None else "—",
+            escape(item.reason or ""),
+        )
+    cli_common.out.print(table)
+
+
+@review_app.command("show")
+def show(
+    item_id: Annotated[str, typer.Argument(help="A review item id")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One item with everything a decision needs."""
+    _guarded(_show)(item_id, store, as_json)
+
+
+def _show(item_id: str, store: str | None, as_json: bool) -> None:
+    import json
+
+    from memvault.review import get_item
+    from pipelines import cli_common
+
+    with cli_common.opened(store) as handle:
+        item = get_item(handle, item_id)
+    if as_json:
+        cli_common.emit_json(_item_json(item))
+        return
+    cli_common.out.print(
+        json.dumps(_item_json(item), indent=2, ensure_ascii=False), markup=False, highlight=False
+    )
+
+
+def _decide(item_ids: list[str], verdict: str, store: str | None, note: str | None,
+            as_json: bool) -> None:  # fmt: skip
+    from memvault.review import decide
+    from pipelines import cli_common
+
+    made = []
+    with cli_common.opened(store) as handle:
+        for item_id in item_ids:
+            made.append(decide(handle, item_id, verdict, note=note))  # type: ignore[arg-type]
+    if as_json:
+        cli_common.emit_json(
+            [
+                {"id": d.item_id, "verdict": d.verdict, "run_id": d.run_id, "applied": d.applied}
+                for d in made
+            ]
+        )
+        return
+    for d in made:
+        cli_common.out.print(
+            f"{escape(d.item_id)}: {escape(d.applied)} (run {d.run_id}; "
+            f"`memvault undo {d.run_id}` reverts it)",
+            highlight=False,
+        )
+
+
+@review_app.command("approve")
+def approve(
+    item_ids: Annotated[list[str], typer.Argument(help="Review item ids")],
+    note: Annotated[str | None, typer.Option(help="Why (kept with the decision)")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The proposed change is correct: apply it (audited, undoable)."""
+    _guarded(_decide)(item_ids, "correct", store, note, as_json)
+
+
+@review_app.command("reject")
+def reject(
+    item_ids: Annotated[list[str], typer.Argument(help="Review item ids")],
+    note: Annotated[str | None, typer.Option(help="Why (kept with the decision)")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The proposed change is wrong: leave the store as it is."""
+    _guarded(_decide)(item_ids, "wrong", store, note, as_json)
