@@ -26,7 +26,7 @@ from memvault.judge.store_cache import StoreJudgeCache
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, plan_conflicts
-from resources import DreamResource, JudgeResource, StoreResource
+from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
 DREAM_GROUP = "dream"
 #: Decisions shown one by one in the consolidate step log and metadata.
@@ -223,13 +223,20 @@ def dream_consolidate(
     store: StoreResource,
     llm: JudgeResource,
     dream: DreamResource,
+    review: ReviewResource,
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
     with store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
-        plan = plan_conflicts(opened, judge, config=dream.conflict_config(), dry_run=dream.dry_run)
+        plan = plan_conflicts(
+            opened,
+            judge,
+            config=dream.conflict_config(),
+            dry_run=dream.dry_run,
+            policy=review.policy(),
+        )
         # A sample of the decisions in the step log; all of them are in audit_log (or, for a
         # dry run, in the plan's counts), and thousands of log lines would swamp the event log.
         for action in plan.actions[:LOGGED_ACTIONS]:

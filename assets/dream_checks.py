@@ -18,7 +18,9 @@ from assets.common import STORE_POOL, md_table
 from assets.dream import dream_consolidate
 from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
+from memvault.lint.findings import open_findings
 from memvault.quality import validate_triples
+from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
 from memvault.temporal import (
     ConflictConfig,
@@ -28,7 +30,7 @@ from memvault.temporal import (
     grounding_violations,
     plan_conflicts,
 )
-from resources import DreamResource, JudgeResource, StoreResource
+from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
 CHECKS: dict[str, tuple[bool, str]] = {
     "no_data_loss": (
@@ -79,9 +81,16 @@ def _result(
 
 
 def grounding(store: Store) -> dg.AssetCheckResult:
+    """The lint's grounding rule on the consolidated store, beside what the last
+    ``lint_grounding`` left open (its stable-but-changing predicates, its archive proposals)."""
     offending = grounding_violations(store, Grounding.load())
     by_problem = dict(offending.group_by("problem").len().iter_rows()) if offending.height else {}
-    return _result("grounding", offending, by_problem=md_table(by_problem, ("problem", "facts")))
+    return _result(
+        "grounding",
+        offending,
+        by_problem=md_table(by_problem, ("problem", "facts")),
+        last_lint=md_table(open_findings(store, "L2"), ("rule", "open findings")),
+    )
 
 
 def no_data_loss(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
@@ -95,14 +104,18 @@ def bitemporal_consistency(store: Store, dry_run: bool = False) -> dg.AssetCheck
 
 
 def idempotency(
-    store: Store, judge: Judge, config: ConflictConfig, dry_run: bool = False
+    store: Store,
+    judge: Judge,
+    config: ConflictConfig,
+    dry_run: bool = False,
+    policy: ReviewPolicy | None = None,
 ) -> dg.AssetCheckResult:
     if dry_run:
         return dg.AssetCheckResult(
             check_name="idempotency", passed=True, metadata={"skipped": "dry run: nothing applied"}
         )
     before = judge.stats.as_dict()
-    plan = plan_conflicts(store, judge, config=config)
+    plan = plan_conflicts(store, judge, config=config, policy=policy)
     asked = {k: v - before[k] for k, v in judge.stats.as_dict().items()}
     questions = asked["calls"] + asked["heuristic_answers"] + asked["cache_hits"]
     return dg.AssetCheckResult(
@@ -145,6 +158,7 @@ def dream_guarantees(
     store: StoreResource,
     llm: JudgeResource,
     dream: DreamResource,
+    review: ReviewResource,
 ) -> Iterator[dg.AssetCheckResult]:
     selected = {key.name for key in context.selected_asset_check_keys}
     with store.open() as opened:
@@ -153,7 +167,7 @@ def dream_guarantees(
             "no_data_loss": lambda: no_data_loss(opened, dream.dry_run),
             "bitemporal_consistency": lambda: bitemporal_consistency(opened, dream.dry_run),
             "idempotency": lambda: idempotency(
-                opened, judge, dream.conflict_config(), dream.dry_run
+                opened, judge, dream.conflict_config(), dream.dry_run, review.policy()
             ),
             "grounding": lambda: grounding(opened),
             "triples_expectations": lambda: triples_expectations(opened),

@@ -248,6 +248,19 @@ def undo(
 @handles_errors
 def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Run the collector job (inbox + Claude Code transcripts, then embeddings)."""
+    _run_and_report("collect_job", "collecting", store, as_json)
+
+
+@app.command()
+@handles_errors
+def lint(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Run the knowledge lint job (structure, grounding, semantic, confirmation) and tend the
+    review queue; findings are in the job's metadata, decisions wait in `memvault review`."""
+    _run_and_report("lint_job", "linting", store, as_json)
+
+
+def _run_and_report(job_name: str, doing: str, store: str | None, as_json: bool) -> None:
+    """Run a named job on the UI's instance and print each asset's figures and each check."""
     from pipelines.runner import (
         check_results,
         failures,
@@ -258,8 +271,8 @@ def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
 
     url = chosen_store(store)
     memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
-    with err.status("collecting (collect_job) ..."):
-        result = run_job("collect_job", url, instance=persistent_instance(), say=cli_common.note)
+    with err.status(f"{doing} ({job_name}) ..."):
+        result = run_job(job_name, url, instance=persistent_instance(), say=cli_common.note)
     summary: dict[str, Any] = {
         "success": result.success,
         "dagster_run_id": result.run_id,
@@ -276,7 +289,7 @@ def collect(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
         raise MemvaultError(
-            f"collect_job run {result.run_id} failed ({'; '.join(summary['failures']) or 'see the step log'}); "
+            f"{job_name} run {result.run_id} failed ({'; '.join(summary['failures']) or 'see the step log'}); "
             "re-execute it from the Dagster UI (`memvault ui`)"
         )
 

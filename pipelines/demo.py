@@ -29,7 +29,7 @@ from pipelines.runner import (
 from resources import CollectorSourcesResource
 
 #: The jobs of one night, in order.
-NIGHT = ("collect_job", "dream_job", "garden_job")
+NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job")
 
 
 def _is_demo_store(store: Store) -> bool:

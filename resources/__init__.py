@@ -5,6 +5,7 @@ from resources.dream import DreamResource
 from resources.embedder import EmbedderResource
 from resources.gardener import GardenerResource
 from resources.llm import JudgeResource
+from resources.review import LintResource, ReviewResource
 from resources.store import StoreResource
 
 __all__ = [
@@ -13,5 +14,7 @@ __all__ = [
     "EmbedderResource",
     "GardenerResource",
     "JudgeResource",
+    "LintResource",
+    "ReviewResource",
     "StoreResource",
 ]

@@ -19,6 +19,7 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
     "memvault.judge.tasks": ("EXTRACT_MEMORY",),
     "memvault.dream.reflect": ("REFLECT",),
     "memvault.temporal.conflict_judge": ("RESOLVE_CONFLICT", "CONFIRM_CHANGE"),
+    "memvault.lint.semantic": ("DETECT_CONTRADICTION",),
     "memvault.gardener.tasks": (
         "DEDUP_CLUSTER",
         "DEDUP_VALIDATE",

@@ -748,7 +748,7 @@ def _judged_action(
     return ConflictAction(kind="coexist", target_id=a.triple_id, other_id=b.triple_id, **base)
 
 
-def _review_action(
+def review_action(
     pair: _Pair,
     request: ResolveConflictRequest,
     replies: list[tuple[str, ConflictReply]],
@@ -848,26 +848,16 @@ def _failed_action(
     )
 
 
-def _judge_pairs(
+def pair_requests(
     store: Store,
-    judge: Judge,
     pairs: pl.DataFrame,
     rows: pl.DataFrame,
     grounding: Grounding,
     config: ConflictConfig,
-    now: dt.datetime,
-    stats: Counter[str],
-    failures: list[str],
-    policy: ReviewPolicy,
-    calibration: Calibration,
-) -> list[ConflictAction]:
-    """Ask the judge about each pair, escalate the unsure ones, queue what stays unsure.
-
-    Every verdict is checked against the data first (:func:`verdict_problem`): one that
-    cannot be true goes to review, never to the store; a pair whose judgment failed goes to
-    review too, and the other pairs are decided as usual."""
-    if pairs.is_empty():
-        return []
+) -> tuple[list[ResolveConflictRequest], list[_Pair]]:
+    """What the judge is shown for each pair (``a``, ``b``, ``why``), and what the plan keeps
+    about it (its impact among others). ``rows`` are :data:`ROW_SCHEMA` rows with the flags
+    ``functional`` and ``preference`` (see :func:`flagged_rows`)."""
     ids = sorted(set(pairs["a"].to_list()) | set(pairs["b"].to_list()))
     statements = _statements(store, rows, ids, config.max_source_chars)
     info = rows.filter(pl.col("id").is_in(ids)).select("id", *GROUP, "functional", "preference")
@@ -921,6 +911,30 @@ def _judge_pairs(
                 impact_inputs=inputs.model_dump(),
             )
         )
+    return requests, meta
+
+
+def _judge_pairs(
+    store: Store,
+    judge: Judge,
+    pairs: pl.DataFrame,
+    rows: pl.DataFrame,
+    grounding: Grounding,
+    config: ConflictConfig,
+    now: dt.datetime,
+    stats: Counter[str],
+    failures: list[str],
+    policy: ReviewPolicy,
+    calibration: Calibration,
+) -> list[ConflictAction]:
+    """Ask the judge about each pair, escalate the unsure ones, queue what stays unsure.
+
+    Every verdict is checked against the data first (:func:`verdict_problem`): one that
+    cannot be true goes to review, never to the store; a pair whose judgment failed goes to
+    review too, and the other pairs are decided as usual."""
+    if pairs.is_empty():
+        return []
+    requests, meta = pair_requests(store, pairs, rows, grounding, config)
     stats["judged"] += len(requests)
     threshold = config.confidence_threshold
     decided: dict[int, ConflictAction] = {}
@@ -932,7 +946,7 @@ def _judge_pairs(
         second: ConfirmReply | None = None,
     ) -> None:
         stats["queued_for_review"] += 1
-        decided[i] = _review_action(
+        decided[i] = review_action(
             meta[i], requests[i], replies, now, config, reason=reason, confirmation=second
         )
 
@@ -970,6 +984,45 @@ def _judge_pairs(
         else:
             stats["invalid_verdicts"] += problem is not None
             to_review(i, [(judge.kind, first), ("escalation", second)])
+
+    decided |= confirm_and_route(
+        judge, requests, meta, confident, config, now, stats, failures, policy, calibration
+    )
+    return [decided[i] for i in sorted(decided)]
+
+
+def confirm_and_route(
+    judge: Judge,
+    requests: list[ResolveConflictRequest],
+    meta: list[_Pair],
+    confident: list[tuple[int, list[tuple[str, ConflictReply]], str | None]],
+    config: ConflictConfig,
+    now: dt.datetime,
+    stats: Counter[str],
+    failures: list[str],
+    policy: ReviewPolicy,
+    calibration: Calibration,
+) -> dict[int, ConflictAction]:
+    """Confident, valid verdicts (index, replies so far, newer) → actions: COEXIST as it is;
+    a change only with a second judgment that agrees and the review rules' consent, else it
+    is queued for review."""
+    decided: dict[int, ConflictAction] = {}
+
+    def to_review(
+        i: int,
+        replies: list[tuple[str, ConflictReply]],
+        reason: str | None = None,
+        second: ConfirmReply | None = None,
+    ) -> None:
+        stats["queued_for_review"] += 1
+        decided[i] = review_action(
+            meta[i], requests[i], replies, now, config, reason=reason, confirmation=second
+        )
+
+    def failed(i: int, error: JudgeError) -> None:
+        stats["judge_failures"] += 1
+        failures.append(f"{meta[i].pair_id}: {error}")
+        decided[i] = _failed_action(meta[i], requests[i], error, now, config)
 
     # A change of the store needs a second, independent judgment that agrees, and the review
     # rules' consent; keeping both statements (COEXIST) changes nothing and needs neither.
@@ -1013,7 +1066,7 @@ def _judge_pairs(
             decided[i] = _judged_action(
                 meta[i], requests[i], first, newer, f"{first_by}, confirmed"
             )
-    return [decided[i] for i in sorted(decided)]
+    return decided
 
 
 # =========================================================================== the plan
@@ -1418,3 +1471,20 @@ def action_for_review(
         b=b,
     )
     return _judged_action(pair, request, reply, newer, decided_by)
+
+
+def flagged_rows(store: Store, ids: Sequence[str], grounding: Grounding) -> pl.DataFrame:
+    """Triples by id with the flags :func:`pair_requests` reads (``functional``, ``preference``)."""
+    rows = typed(
+        store.fetch_df(
+            f"SELECT {', '.join(ROW_SCHEMA)} FROM triples WHERE id = ANY(CAST(:ids AS TEXT[]))",
+            {"ids": sorted(set(ids))},
+        ),
+        ROW_SCHEMA,
+    )
+    flags = grounding.frame().select("predicate", "functional", "preference")
+    return (
+        rows.with_columns(object_key())
+        .join(flags, on="predicate", how="left")
+        .with_columns(pl.col("functional", "preference").fill_null(False))
+    )

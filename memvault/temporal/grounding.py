@@ -36,6 +36,7 @@ _FIELDS = {
     "volatility",
     "preference",
     "allowed",
+    "acyclic",
 }
 _NUMBER = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$"
 _DATE = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
@@ -58,6 +59,7 @@ class PredicateDef:
     volatility: Volatility
     preference: bool = False
     allowed: tuple[str, ...] | None = None
+    acyclic: bool = False  # the lint reports a cycle (a reports_to b reports_to a)
 
     @property
     def is_functional(self) -> bool:
@@ -130,6 +132,7 @@ def _parse(name: str, spec: Any, source: str) -> PredicateDef:
         volatility=spec["volatility"],
         preference=bool(spec.get("preference", False)),
         allowed=allowed,
+        acyclic=bool(spec.get("acyclic", False)),
     )
 
 

@@ -109,7 +109,7 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     assert set(summary["assets"]) == {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert summary["assets"]["dream_consolidate"]["supersedes"] >= 1
     # Each job of the night is a named run in the instance the UI reads.
-    assert set(summary["dagster_runs"]) == {"collect_job", "dream_job", "garden_job"}
+    assert set(summary["dagster_runs"]) == {"collect_job", "dream_job", "garden_job", "lint_job"}
     with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
         for job, run_id in summary["dagster_runs"].items():
             run = instance.get_run_by_id(run_id)
@@ -127,6 +127,22 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     cli("ingest", str(SMALL), "--store", "duckdb://mine.duckdb")
     code, _, err = cli("demo", "--store", "duckdb://mine.duckdb")
     assert code == 1 and "already holds data" in err
+
+
+def test_lint_runs_the_named_job_and_reports_each_layer(cli, tmp_path: Path) -> None:
+    assert cli("ingest", str(SMALL), "--store", "duckdb://lint.duckdb")[0] == 0
+    code, out, err = cli("lint", "--store", "duckdb://lint.duckdb", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["success"] and summary["checks"] == {"judged_changes_confirmed": True}
+    semantic = summary["assets"]["lint_semantic"]
+    assert semantic["mode"].startswith("rules only") and semantic["llm_calls"] == 0
+    assert semantic["new_facts"] > 0
+    with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
+        run = instance.get_run_by_id(summary["dagster_run_id"])
+        assert run is not None and run.job_name == "lint_job"
+    code, out, _ = cli("lint", "--store", "duckdb://lint.duckdb")
+    assert code == 0 and "lint_semantic: " in out and "new_facts=0" in out
 
 
 def test_bad_llm_configuration_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,11 @@ EXPECTED_GRAPH = {
     "garden_reconnect": {"group": "gardener", "deps": {"garden_invalidate"}},
     "garden_journal": {"group": "gardener", "deps": {"garden_reconnect"}},
     "garden_report": {"group": "gardener", "deps": {"garden_journal"}},
+    "lint_structure": {"group": "lint", "deps": {"dream_prune"}},
+    "lint_grounding": {"group": "lint", "deps": {"lint_structure"}},
+    "lint_semantic": {"group": "lint", "deps": {"lint_grounding"}},
+    "lint_confirm": {"group": "lint", "deps": {"lint_semantic"}},
+    "review_queue": {"group": "review", "deps": {"lint_confirm"}},
 }
 
 
@@ -43,7 +48,7 @@ def test_asset_graph_snapshot() -> None:
     assert actual == EXPECTED_GRAPH
 
 
-JOBS = ("collect_job", "dream_job", "garden_job")
+JOBS = ("collect_job", "dream_job", "garden_job", "lint_job")
 
 
 def test_every_step_that_opens_the_store_shares_one_pool() -> None:
@@ -69,6 +74,7 @@ def test_checks_and_schedules() -> None:
         "idempotency": "dream_consolidate",
         "triples_expectations": "dream_consolidate",
         "garden_run_audited": "garden_report",
+        "judged_changes_confirmed": "lint_confirm",
     }
     graph = defs.resolve_asset_graph()
     blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}
@@ -78,6 +84,7 @@ def test_checks_and_schedules() -> None:
         "bitemporal_consistency",
         "idempotency",
         "garden_run_audited",
+        "judged_changes_confirmed",
     }
     assert defs.resolve_sensor_def("dream_gate_sensor").job_name == "dream_job"
     schedule = defs.resolve_schedule_def("collector_daily")
@@ -85,3 +92,5 @@ def test_checks_and_schedules() -> None:
     assert schedule.job_name == "collect_job"
     nightly = defs.resolve_schedule_def("garden_nightly")
     assert nightly.job_name == "garden_job" and nightly.cron_schedule == "45 3 * * *"
+    lint = defs.resolve_schedule_def("lint_nightly")
+    assert lint.job_name == "lint_job" and lint.cron_schedule == "30 4 * * *"

@@ -26,7 +26,7 @@ import memvault
 from tests.dagster.dream_support import seed_demo_store
 
 ROOT = Path(__file__).resolve().parents[2]
-NIGHT = ("collect_job", "dream_job", "garden_job")
+NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job")
 
 
 def launch(home: Path, job: str, store_url: str, *extra: str) -> str:
@@ -87,6 +87,7 @@ def sqlite_home(env: Path) -> Path:
     return home
 
 
+@pytest.mark.timeout(1800)  # four jobs, each step a process of its own, on two cores
 def test_a_night_of_jobs_on_duckdb_through_the_multiprocess_executor(
     env: Path, sqlite_home: Path
 ) -> None:
@@ -95,10 +96,11 @@ def test_a_night_of_jobs_on_duckdb_through_the_multiprocess_executor(
     seconds = _night(sqlite_home, url)
     with memvault.open(url) as store:
         kinds = {r[0] for r in store.fetch("SELECT kind FROM runs WHERE status = 'succeeded'")}
-    assert {"dream", "garden"} <= kinds
+    assert {"dream", "garden", "lint"} <= kinds
     print(f"\nDuckDB store, SQLite instance, multiprocess executor: {seconds}")
 
 
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 def test_a_night_of_jobs_on_postgres_through_the_multiprocess_executor(
     env: Path, store_url: str, pg_dagster_home: Path

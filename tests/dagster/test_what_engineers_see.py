@@ -27,11 +27,13 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.dream
     import assets.dream_checks
     import assets.gardener
+    import assets.lint
     import pipelines.definitions
 
     for module in (assets.common, assets.collector, assets.dream, assets.dream_checks):
         importlib.reload(module)
     importlib.reload(assets.gardener)
+    importlib.reload(assets.lint)
     return importlib.reload(pipelines.definitions).defs
 
 
@@ -55,11 +57,11 @@ def test_descriptions_owners_and_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     for check in graph.asset_check_keys:
         text = graph.get_check_spec(check).description or ""
         assert len(text) > 30 and not CLAUSE.search(text), (check, text)
-    for name in ("collect_job", "dream_job", "garden_job"):
+    for name in ("collect_job", "dream_job", "garden_job", "lint_job"):
         assert not CLAUSE.search(defs.resolve_job_def(name).description or ""), name
     sensor = defs.resolve_sensor_def("dream_gate_sensor")
     assert not CLAUSE.search(sensor.description or "")
-    for schedule in ("collector_daily", "garden_nightly"):
+    for schedule in ("collector_daily", "garden_nightly", "lint_nightly"):
         assert not CLAUSE.search(defs.resolve_schedule_def(schedule).description or "")
 
 
@@ -117,12 +119,12 @@ def test_recorded_metadata_is_flat_and_readable(
     from pipelines.runner import run_job
 
     with dg.instance_for_test() as instance:
-        for job in ("collect_job", "dream_job", "garden_job"):
+        for job in ("collect_job", "dream_job", "garden_job", "lint_job"):
             assert run_job(job, url, instance=instance).success, job
         records = instance.get_event_records(
             dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
         )
-    assert len(records) == 15
+    assert len(records) == 20
     numbers = 0
     for record in records:
         metadata = record.asset_materialization.metadata  # type: ignore[union-attr]

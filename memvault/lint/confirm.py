@@ -1,0 +1,113 @@
+"""L4 confirmation: flag → re-check → commit.
+
+A change a lint layer would make (L3: one fact supersedes or restates a
+contradicting one) is flagged with its first judgment, re-checked by a second,
+independent judgment (the escalation model when one is configured, else the
+``confirm_change`` prompt, worded differently, so never a cache hit on the first
+answer), and committed only when both agree and the review rules allow it. The
+dream's judged conflicts take the same path (``memvault.temporal.conflicts``);
+anything else waits in the review queue with both judgments.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Sequence
+
+import polars as pl
+
+from memvault.judge.base import Judge
+from memvault.lint.findings import LintReport
+from memvault.lint.semantic import Proposal
+from memvault.normalize import utcnow
+from memvault.review.calibration import calibrate
+from memvault.review.policy import ReviewPolicy
+from memvault.store import Store
+from memvault.temporal.conflict_apply import apply_conflict_plan
+from memvault.temporal.conflicts import (
+    ConflictConfig,
+    ConflictPlan,
+    confirm_and_route,
+    flagged_rows,
+    pair_requests,
+    review_action,
+    verdict_problem,
+)
+from memvault.temporal.grounding import Grounding
+
+
+def lint_confirm(
+    store: Store,
+    judge: Judge,
+    proposals: Sequence[Proposal],
+    run_id: str,
+    *,
+    policy: ReviewPolicy | None = None,
+    config: ConflictConfig | None = None,
+    now: dt.datetime | None = None,
+    dry_run: bool = False,
+) -> tuple[LintReport, Counter[str]]:
+    """Re-check the proposed changes and commit or queue each; returns the report and the
+    actions applied (by kind)."""
+    report = LintReport("L4")
+    stats: Counter[str] = Counter()
+    if not proposals:
+        return report, stats
+    policy = policy or ReviewPolicy()
+    config = config or ConflictConfig()
+    now = now or utcnow()
+    grounding = Grounding.load()
+    pairs = pl.DataFrame(
+        {
+            "a": [p.triple_a for p in proposals],
+            "b": [p.triple_b for p in proposals],
+            "why": ["the knowledge lint found these two facts contradicting"] * len(proposals),
+        }
+    )
+    rows = flagged_rows(store, [*pairs["a"], *pairs["b"]], grounding)
+    requests, meta = pair_requests(store, pairs, rows, grounding, config)
+    confident = []
+    decided = {}
+    for i, proposal in enumerate(proposals):
+        problem, newer = verdict_problem(proposal.reply, requests[i].a, requests[i].b)
+        if problem is not None:
+            stats["invalid_verdicts"] += 1
+            decided[i] = review_action(meta[i], requests[i], [("lint", proposal.reply)], now,
+                                        config, reason=problem)  # fmt: skip
+        else:
+            confident.append((i, [("lint", proposal.reply)], newer))
+    failures: list[str] = []
+    decided |= confirm_and_route(
+        judge, requests, meta, confident, config, now, stats, failures, policy,
+        calibrate(store, policy),
+    )  # fmt: skip
+    report.notes += failures
+    plan = ConflictPlan(
+        actions=[decided[i] for i in sorted(decided)],
+        stats=stats,
+        judge_kind=judge.kind,
+        judge_stats={},
+        now=now,
+        config=config,
+        dry_run=dry_run,
+    )
+    applied = apply_conflict_plan(store, plan, run_id, phase="lint_confirm")
+    report.proposed = len(proposals)
+    report.auto_applied = int(stats["auto_approved"])
+    report.queued = int(applied.get("review", 0))  # unsure, disagreed or invalid: all wait
+    return report, applied
+
+
+_UNCONFIRMED_SQL = """
+SELECT id, verdict, confidence, decided_by, run_id, decided_at FROM conflict_verdicts
+WHERE status = 'applied' AND verdict IN ('MERGE', 'SUPERSEDE')
+  AND decided_by NOT IN ('rule', 'human') AND decided_by NOT LIKE '%, confirmed'
+ORDER BY decided_at
+"""
+
+
+def unconfirmed_changes(store: Store) -> pl.DataFrame:
+    """Judged merges and supersessions applied on one judgment alone (neither a rule's, a
+    human's, nor confirmed by a second judgment): there must be none."""
+    return store.fetch_df(_UNCONFIRMED_SQL)

@@ -1,0 +1,129 @@
+"""Lint findings: what a layer found, kept in ``lint_findings`` until it is gone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import polars as pl
+from pydantic import BaseModel, Field
+
+from memvault.normalize import utcnow
+from memvault.store import Store
+
+Severity = Literal["error", "warning", "info"]
+
+
+class Finding(BaseModel):
+    """One thing a lint layer found."""
+
+    layer: Literal["L1", "L2", "L3", "L4"]
+    rule: str = Field(description="The rule that found it, e.g. cycle, dangling_reference")
+    subject: str | None = Field(default=None, description="What it is about (an id)")
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    severity: Severity = "warning"
+
+    @property
+    def id(self) -> str:
+        key = json.dumps(
+            [self.layer, self.rule, self.subject, self.evidence], sort_keys=True, default=str
+        )
+        return f"lint:{self.layer}:{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+
+
+@dataclass
+class LintReport:
+    """What one layer did: its findings, counted, and what it proposed or asked."""
+
+    layer: str
+    findings: list[Finding] = field(default_factory=list)
+    new: int = 0
+    resolved: int = 0
+    proposed: int = 0
+    auto_applied: int = 0
+    queued: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def by_rule(self) -> dict[str, int]:
+        return dict(sorted(Counter(f.rule for f in self.findings).items()))
+
+    def by_severity(self) -> dict[str, int]:
+        return dict(Counter(f.severity for f in self.findings))
+
+
+def record_findings(
+    store: Store, layer: str, findings: Sequence[Finding], run_id: str, *, rules: Sequence[str]
+) -> tuple[int, int]:
+    """Keep this run's findings of ``layer``: new ones are added, open ones of the same
+    ``rules`` not found again are resolved. Returns (new, resolved).
+
+    Findings are derived data (the lint reads the store, it does not change memories), so
+    they are written directly, not through the audited path.
+    """
+    now = utcnow()
+    frame = pl.DataFrame(
+        [
+            {
+                "id": f.id,
+                "layer": f.layer,
+                "rule": f.rule,
+                "subject": f.subject,
+                "evidence": json.dumps(f.evidence, sort_keys=True, default=str),
+                "severity": f.severity,
+                "status": "open",
+                "run_id": run_id,
+                "found_at": now,
+            }
+            for f in findings
+        ],
+        schema={
+            "id": pl.Utf8,
+            "layer": pl.Utf8,
+            "rule": pl.Utf8,
+            "subject": pl.Utf8,
+            "evidence": pl.Utf8,
+            "severity": pl.Utf8,
+            "status": pl.Utf8,
+            "run_id": pl.Utf8,
+            "found_at": pl.Datetime("us"),
+        },
+    ).unique("id", keep="first")
+    with store.transaction():
+        open_ids = {
+            r[0]
+            for r in store.fetch(
+                "SELECT id FROM lint_findings WHERE layer = :l AND status = 'open' "
+                "AND rule = ANY(CAST(:rules AS TEXT[]))",
+                {"l": layer, "rules": list(rules)},
+            )
+        }
+        seen = set(frame["id"].to_list())
+        gone = sorted(open_ids - seen)
+        if gone:
+            store.backend.execute(
+                "UPDATE lint_findings SET status = 'resolved', resolved_at = :t "
+                "WHERE id = ANY(CAST(:ids AS TEXT[]))",
+                {"t": now, "ids": gone},
+            )
+        if frame.height:
+            store.backend.execute(
+                "UPDATE lint_findings SET status = 'open', resolved_at = NULL, run_id = :r "
+                "WHERE id = ANY(CAST(:ids AS TEXT[])) AND status = 'resolved'",
+                {"r": run_id, "ids": sorted(seen)},
+            )
+        inserted = store.backend.insert_df("lint_findings", frame)
+    return len(inserted), len(gone)
+
+
+def open_findings(store: Store, layer: str | None = None) -> dict[str, int]:
+    """Open findings per rule (of one layer, or all): what the last lint left unresolved."""
+    rows = store.fetch(
+        "SELECT rule, count(*) FROM lint_findings WHERE status = 'open' "
+        "AND (CAST(:l AS TEXT) IS NULL OR layer = :l) GROUP BY rule ORDER BY rule",
+        {"l": layer},
+    )
+    return {rule: int(n) for rule, n in rows}

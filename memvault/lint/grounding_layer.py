@@ -1,0 +1,89 @@
+"""L2 grounding: every fact against its predicate's definition, and what the data says the
+definitions got wrong.
+
+* ``grounding`` — a fact breaks its definition (unknown predicate, subject or object of a
+  type outside the domain or range, a literal of the wrong type or not among the allowed);
+* ``volatile_predicate`` — a predicate declared stable whose value changes for many of its
+  subjects (the definition should say volatile, or the data is wrong);
+* ``stale_entity`` — an active entity whose facts are all retired and that nothing
+  mentions: proposed for archiving (the dream archives only entities with no fact at all).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from memvault.lint.findings import Finding, LintReport
+from memvault.store import Store
+from memvault.temporal.grounding import Grounding, grounding_violations
+
+RULES = ("grounding", "volatile_predicate", "stale_entity")
+#: A stable predicate whose subjects change their value this often is reported.
+CHANGE_RATE = 0.3
+MIN_SUBJECTS = 3
+
+_CHANGES_SQL = """
+SELECT predicate, subject_id, count(DISTINCT coalesce(object_id, lower(object))) AS objects
+FROM triples
+WHERE status IN ('active', 'superseded') AND predicate = ANY(CAST(:p AS TEXT[]))
+GROUP BY predicate, subject_id
+"""
+
+_STALE_SQL = """
+SELECT e.id, e.name FROM entities e
+WHERE e.status = 'active'
+  AND EXISTS (SELECT 1 FROM triples t WHERE (t.subject_id = e.id OR t.object_id = e.id)
+              AND t.status <> 'merged')
+  AND NOT EXISTS (SELECT 1 FROM triples t WHERE (t.subject_id = e.id OR t.object_id = e.id)
+                  AND t.status = 'active')
+  AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id)
+ORDER BY e.id
+"""
+
+
+def volatile_predicates(store: Store, grounding: Grounding) -> list[Finding]:
+    stable = sorted(
+        p.name for p in grounding.predicates.values() if p.is_functional and not p.is_volatile
+    )
+    if not stable:
+        return []
+    rows = store.fetch_df(_CHANGES_SQL, {"p": stable})
+    if rows.is_empty():
+        return []
+    rates = rows.group_by("predicate").agg(
+        pl.len().alias("subjects"), (pl.col("objects") > 1).sum().alias("changed")
+    )
+    return [
+        Finding(
+            layer="L2",
+            rule="volatile_predicate",
+            subject=r["predicate"],
+            evidence={
+                "subjects": r["subjects"],
+                "changed": r["changed"],
+                "rate": round(r["changed"] / r["subjects"], 3),
+            },
+            severity="warning",
+        )
+        for r in rates.iter_rows(named=True)
+        if r["subjects"] >= MIN_SUBJECTS and r["changed"] / r["subjects"] >= CHANGE_RATE
+    ]
+
+
+def lint_grounding(store: Store, grounding: Grounding | None = None) -> LintReport:
+    grounding = grounding or Grounding.load()
+    report = LintReport("L2")
+    violations = grounding_violations(store, grounding)
+    report.findings += [
+        Finding(layer="L2", rule="grounding", subject=r["triple_id"],
+                evidence={"predicate": r["predicate"], "problem": r["problem"]}, severity="error")
+        for r in violations.iter_rows(named=True)
+    ]  # fmt: skip
+    report.findings += volatile_predicates(store, grounding)
+    stale = store.fetch_df(_STALE_SQL)
+    report.findings += [
+        Finding(layer="L2", rule="stale_entity", subject=r["id"],
+                evidence={"name": r["name"], "proposal": "archive"}, severity="info")
+        for r in stale.iter_rows(named=True)
+    ]  # fmt: skip
+    return report

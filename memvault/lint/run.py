@@ -1,0 +1,265 @@
+"""One lint run: the four layers in order, their findings kept, their figures on the run.
+
+A lint run is a ``runs`` row of kind ``lint``; each layer records its figures on it (so
+a run re-executed from a failed layer keeps what the earlier layers found) and the
+semantic layer looks only at facts learned since the start of the last successful lint.
+:func:`lint_store` runs everything in one call (tests, scripts); the Dagster assets call
+the layers one by one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.dream.report import record_stage
+from memvault.embed import Embedder
+from memvault.judge.base import Judge
+from memvault.lint import grounding_layer, semantic, structure
+from memvault.lint.confirm import lint_confirm
+from memvault.lint.findings import LintReport, record_findings
+from memvault.lint.semantic import Proposal, SemanticResult
+from memvault.normalize import utcnow
+from memvault.review.calibration import calibrate
+from memvault.review.intake import Intake, propose_archives, queue_low_confidence
+from memvault.review.policy import ReviewPolicy
+from memvault.review.queue import expire_overdue
+from memvault.store import Store
+from memvault.temporal.conflict_judge import ConflictReply
+from memvault.temporal.grounding import Grounding
+
+LINT_KIND = "lint"
+
+
+def begin_lint(store: Store, run_id: str) -> dt.datetime | None:
+    """Begin (or, re-executed, continue) a lint run; returns the start of the last successful
+    lint before it (None for the first), from which the semantic layer reads new facts."""
+    existing = store.run(run_id)
+    if existing is not None:
+        store.begin_run(LINT_KIND, run_id=run_id)
+        since = existing["params"].get("since")
+        return dt.datetime.fromisoformat(since) if since else None
+    last = store.last_run(LINT_KIND)
+    since = last["started_at"] if last else None
+    store.begin_run(LINT_KIND, {"since": since.isoformat() if since else None}, run_id=run_id)
+    return since
+
+
+def _keep(store: Store, run_id: str, report: LintReport, rules: tuple[str, ...]) -> None:
+    report.new, report.resolved = record_findings(
+        store, report.layer, report.findings, run_id, rules=rules
+    )
+
+
+def _figures(report: LintReport, **extra: Any) -> dict[str, Any]:
+    return {
+        "findings": len(report.findings),
+        "new": report.new,
+        "resolved": report.resolved,
+        "by_rule": report.by_rule(),
+        **extra,
+    }
+
+
+def run_structure(store: Store, run_id: str, grounding: Grounding | None = None) -> LintReport:
+    report = structure.lint_structure(store, grounding)
+    _keep(store, run_id, report, structure.RULES)
+    record_stage(store, run_id, "L1", _figures(report))
+    return report
+
+
+def run_grounding(
+    store: Store,
+    run_id: str,
+    policy: ReviewPolicy,
+    grounding: Grounding | None = None,
+) -> tuple[LintReport, Intake]:
+    """L2, and the archive proposals for entities left with only retired facts."""
+    report = grounding_layer.lint_grounding(store, grounding)
+    _keep(store, run_id, report, grounding_layer.RULES)
+    stale = [(f.subject, str(f.evidence["name"])) for f in report.findings
+             if f.rule == "stale_entity" and f.subject]  # fmt: skip
+    intake = propose_archives(store, stale, run_id, policy, calibrate(store, policy))
+    report.proposed, report.auto_applied, report.queued = len(stale), intake.applied, intake.queued
+    record_stage(
+        store, run_id, "L2", _figures(report, archived=intake.applied, queued=intake.queued)
+    )
+    return report, intake
+
+
+def settle_contradictions(store: Store) -> int:
+    """Resolve open contradictions one of whose facts is no longer current."""
+    rows = store.fetch(
+        "SELECT id, evidence FROM lint_findings WHERE layer = 'L3' AND status = 'open'"
+    )
+    if not rows:
+        return 0
+    pairs = {fid: _pair(evidence) for fid, evidence in rows}
+    ids = sorted({t for pair in pairs.values() for t in pair})
+    active = {
+        r[0]
+        for r in store.fetch(
+            "SELECT id FROM triples WHERE status = 'active' AND id = ANY(CAST(:ids AS TEXT[]))",
+            {"ids": ids},
+        )
+    }
+    settled = sorted(fid for fid, pair in pairs.items() if not set(pair) <= active)
+    if settled:
+        store.backend.execute(
+            "UPDATE lint_findings SET status = 'resolved', resolved_at = :t "
+            "WHERE id = ANY(CAST(:ids AS TEXT[]))",
+            {"t": utcnow(), "ids": settled},
+        )
+    return len(settled)
+
+
+def _pair(evidence: str) -> tuple[str, str]:
+    data = json.loads(evidence)
+    return data["a"]["triple_id"], data["b"]["triple_id"]
+
+
+def run_semantic(
+    store: Store,
+    judge: Judge,
+    embedder: Embedder,
+    run_id: str,
+    since: dt.datetime | None,
+    grounding: Grounding | None = None,
+    *,
+    threshold: float = 0.6,
+    pairs_per_100: int = semantic.PAIRS_PER_100,
+) -> SemanticResult:
+    """L3 on the facts learned since ``since``. A contradiction stays open until one of its
+    two facts is retired (the layer looks only at new facts, so not seeing a pair again
+    does not mean it is gone)."""
+    result = semantic.lint_semantic(
+        store, judge, embedder, since, grounding, threshold=threshold, pairs_per_100=pairs_per_100
+    )
+    _keep(store, run_id, result.report, ())
+    result.report.resolved = settle_contradictions(store)
+    record_stage(
+        store,
+        run_id,
+        "L3",
+        _figures(
+            result.report,
+            new_triples=result.new_triples,
+            candidates=result.candidates,
+            asked=result.asked,
+            proposals=len(result.proposals),
+            rules_only=result.rules_only,
+        ),
+    )
+    return result
+
+
+def proposals_of_run(store: Store, run_id: str) -> list[Proposal]:
+    """The changes this run's L3 findings propose (what L4 re-checks)."""
+    rows = store.fetch(
+        "SELECT evidence FROM lint_findings WHERE layer = 'L3' AND status = 'open' "
+        "AND run_id = :r ORDER BY id",
+        {"r": run_id},
+    )
+    proposals = []
+    for (evidence,) in rows:
+        data = json.loads(evidence)
+        if data.get("resolution") not in ("SUPERSEDE", "MERGE"):
+            continue
+        proposals.append(
+            Proposal(
+                data["a"]["triple_id"],
+                data["b"]["triple_id"],
+                ConflictReply(
+                    verdict=data["resolution"],
+                    confidence=data["confidence"],
+                    reason=data["reason"],
+                    newer=data.get("newer"),
+                ),
+            )
+        )
+    return proposals
+
+
+def run_confirm(
+    store: Store, judge: Judge, run_id: str, policy: ReviewPolicy
+) -> tuple[LintReport, Counter[str]]:
+    report, applied = lint_confirm(store, judge, proposals_of_run(store, run_id), run_id,
+                                   policy=policy)  # fmt: skip
+    report.resolved = settle_contradictions(store)  # a committed resolution settles its finding
+    record_stage(
+        store,
+        run_id,
+        "L4",
+        {
+            "proposed": report.proposed,
+            "auto_applied": report.auto_applied,
+            "queued": report.queued,
+            "settled": report.resolved,
+            "actions": dict(applied),
+        },
+    )
+    return report, applied
+
+
+@dataclass
+class QueueTending:
+    """What the review queue step did: deadlines passed, low-confidence memories queued."""
+
+    expired: list[str] = field(default_factory=list)
+    low_confidence: Intake = field(default_factory=Intake)
+
+
+def tend_queue(
+    store: Store, run_id: str, policy: ReviewPolicy, *, low_confidence_limit: int = 200
+) -> QueueTending:
+    """Expire overdue items (nothing committed) and queue low-confidence memories."""
+    tending = QueueTending(
+        expired=expire_overdue(store, run_id),
+        low_confidence=queue_low_confidence(store, run_id, policy, limit=low_confidence_limit),
+    )
+    record_stage(
+        store,
+        run_id,
+        "review_queue",
+        {"expired": len(tending.expired), "low_confidence": tending.low_confidence.queued},
+    )
+    return tending
+
+
+@dataclass
+class LintRun:
+    run_id: str
+    reports: dict[str, LintReport]
+    semantic: SemanticResult
+    applied: Counter[str]
+    queue: QueueTending
+
+
+def lint_store(
+    store: Store,
+    judge: Judge,
+    embedder: Embedder,
+    *,
+    policy: ReviewPolicy | None = None,
+    run_id: str | None = None,
+) -> LintRun:
+    """The whole lint in one call: L1, L2, L3, L4, then the review queue's deadlines and
+    low-confidence memories; the run is marked succeeded."""
+    policy = policy or ReviewPolicy()
+    run_id = run_id or f"lint-{utcnow():%Y%m%dT%H%M%S%f}"
+    since = begin_lint(store, run_id)
+    grounding = Grounding.load()
+    try:
+        l1 = run_structure(store, run_id, grounding)
+        l2, _ = run_grounding(store, run_id, policy, grounding)
+        l3 = run_semantic(store, judge, embedder, run_id, since, grounding)
+        l4, applied = run_confirm(store, judge, run_id, policy)
+        queue = tend_queue(store, run_id, policy)
+    except Exception as exc:
+        store.finish_run(run_id, "failed", error=str(exc))
+        raise
+    store.finish_run(run_id, "succeeded", {"layers": ["L1", "L2", "L3", "L4"]})
+    return LintRun(run_id, {"L1": l1, "L2": l2, "L3": l3.report, "L4": l4}, l3, applied, queue)

@@ -1,0 +1,129 @@
+"""L1 structure: what is broken in the shape of the graph, found by rules and SQL only.
+
+* ``orphan`` — an active entity nothing refers to (the dream archives it after its grace
+  period; the lint reports it meanwhile);
+* ``cycle`` — a loop through a predicate declared ``acyclic`` (a reports_to b reports_to a);
+* ``malformed`` — a fact with an empty object, a predicate that is not snake_case, an end
+  before its start, or an unknown status;
+* ``dangling_reference`` — a reference to a row that does not exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import igraph as ig
+
+from memvault.lint.findings import Finding, LintReport
+from memvault.orphans import find_orphans
+from memvault.store import Store
+from memvault.temporal.grounding import Grounding
+
+RULES = ("orphan", "cycle", "malformed", "dangling_reference")
+STATUSES = ("active", "superseded", "merged", "invalidated", "archived")
+
+_MALFORMED_SQL = """
+SELECT * FROM (
+SELECT id, subject_id, predicate,
+       CASE
+         WHEN trim(object) = '' THEN 'empty object'
+         WHEN NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$') THEN 'predicate is not snake_case'
+         WHEN valid_at IS NOT NULL AND invalid_at IS NOT NULL AND invalid_at < valid_at
+           THEN 'ends before it starts'
+         WHEN status NOT IN ('active', 'superseded', 'merged', 'invalidated', 'archived')
+           THEN 'unknown status ' || status
+       END AS problem
+FROM triples
+) t WHERE problem IS NOT NULL
+"""
+
+_DANGLING_SQL = """
+SELECT 'triple.subject_id' AS reference, t.id AS row_id, t.subject_id AS points_at
+FROM triples t WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = t.subject_id)
+UNION ALL
+SELECT 'triple.object_id', t.id, t.object_id
+FROM triples t WHERE t.object_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = t.object_id)
+UNION ALL
+SELECT 'mention.entity_id', m.id, m.entity_id
+FROM mentions m WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = m.entity_id)
+UNION ALL
+SELECT 'mention.block_id', m.id, m.block_id
+FROM mentions m WHERE m.block_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.id = m.block_id)
+UNION ALL
+SELECT 'block.session_id', b.id, b.session_id
+FROM blocks b WHERE b.session_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = b.session_id)
+"""
+
+
+def _regexp(store: Store, sql: str) -> str:
+    """``regexp_matches`` is DuckDB's; PostgreSQL says ``~``."""
+    if store.kind == "postgresql":
+        return sql.replace(
+            "NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$')", "predicate !~ '^[a-z][a-z0-9_]*$'"
+        )
+    return sql
+
+
+def cycles(store: Store, grounding: Grounding) -> list[Finding]:
+    """Strongly connected groups of two or more entities (or a self-loop) per acyclic predicate."""
+    acyclic = sorted(p.name for p in grounding.predicates.values() if p.acyclic)
+    if not acyclic:
+        return []
+    edges = store.fetch_df(
+        "SELECT predicate, subject_id, object_id, id FROM triples WHERE status = 'active' "
+        "AND object_id IS NOT NULL AND predicate = ANY(CAST(:p AS TEXT[]))",
+        {"p": acyclic},
+    )
+    found: list[Finding] = []
+    for (predicate,), part in edges.partition_by("predicate", as_dict=True).items():
+        graph = ig.Graph.TupleList(
+            part.select("subject_id", "object_id").iter_rows(), directed=True
+        )
+        names = graph.vs["name"]
+        for members in graph.connected_components(mode="strong"):
+            loops = len(members) == 1 and graph.are_adjacent(members[0], members[0])
+            if len(members) < 2 and not loops:
+                continue
+            ids = sorted(names[v] for v in members)
+            found.append(
+                Finding(
+                    layer="L1",
+                    rule="cycle",
+                    subject=ids[0],
+                    evidence={"predicate": predicate, "entities": ids},
+                    severity="error",
+                )
+            )
+    return found
+
+
+def lint_structure(
+    store: Store, grounding: Grounding | None = None, now: dt.datetime | None = None
+) -> LintReport:
+    grounding = grounding or Grounding.load()
+    report = LintReport("L1")
+    orphans = find_orphans(store, now or dt.datetime.max)
+    report.findings += [
+        Finding(layer="L1", rule="orphan", subject=r["id"],
+                evidence={"name": r["name"], "entity_type": r["entity_type"]}, severity="info")
+        for r in orphans.iter_rows(named=True)
+    ]  # fmt: skip
+    report.findings += cycles(store, grounding)
+    malformed = store.fetch_df(_regexp(store, _MALFORMED_SQL))
+    report.findings += [
+        Finding(layer="L1", rule="malformed", subject=r["id"],
+                evidence={"problem": r["problem"], "predicate": r["predicate"]}, severity="error")
+        for r in malformed.iter_rows(named=True)
+        if r["problem"]
+    ]  # fmt: skip
+    dangling = store.fetch_df(_DANGLING_SQL)
+    report.findings += [
+        Finding(layer="L1", rule="dangling_reference", subject=r["row_id"],
+                evidence={"reference": r["reference"], "points_at": r["points_at"]},
+                severity="error")
+        for r in dangling.iter_rows(named=True)
+    ]  # fmt: skip
+    return report
