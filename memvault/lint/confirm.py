@@ -28,10 +28,10 @@ from memvault.temporal.conflict_apply import apply_conflict_plan
 from memvault.temporal.conflicts import (
     ConflictConfig,
     ConflictPlan,
+    Decisions,
     confirm_and_route,
     flagged_rows,
     pair_requests,
-    review_action,
     verdict_problem,
 )
 from memvault.temporal.grounding import Grounding
@@ -68,23 +68,18 @@ def lint_confirm(
     rows = flagged_rows(store, [*pairs["a"], *pairs["b"]], grounding)
     requests, meta = pair_requests(store, pairs, rows, grounding, config)
     confident = []
-    decided = {}
+    decisions = Decisions(requests, meta, config, now, stats, [])
     for i, proposal in enumerate(proposals):
         problem, newer = verdict_problem(proposal.reply, requests[i].a, requests[i].b)
         if problem is not None:
             stats["invalid_verdicts"] += 1
-            decided[i] = review_action(meta[i], requests[i], [("lint", proposal.reply)], now,
-                                        config, reason=problem)  # fmt: skip
+            decisions.review(i, [("lint", proposal.reply)], problem)
         else:
             confident.append((i, [("lint", proposal.reply)], newer))
-    failures: list[str] = []
-    decided |= confirm_and_route(
-        judge, requests, meta, confident, config, now, stats, failures, policy,
-        calibrate(store, policy),
-    )  # fmt: skip
-    report.notes += failures
+    confirm_and_route(judge, decisions, confident, policy, calibrate(store, policy))
+    report.notes += decisions.failures
     plan = ConflictPlan(
-        actions=[decided[i] for i in sorted(decided)],
+        actions=decisions.actions(),
         stats=stats,
         judge_kind=judge.kind,
         judge_stats={},

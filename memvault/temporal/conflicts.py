@@ -937,25 +937,8 @@ def _judge_pairs(
     requests, meta = pair_requests(store, pairs, rows, grounding, config)
     stats["judged"] += len(requests)
     threshold = config.confidence_threshold
-    decided: dict[int, ConflictAction] = {}
-
-    def to_review(
-        i: int,
-        replies: list[tuple[str, ConflictReply]],
-        reason: str | None = None,
-        second: ConfirmReply | None = None,
-    ) -> None:
-        stats["queued_for_review"] += 1
-        decided[i] = review_action(
-            meta[i], requests[i], replies, now, config, reason=reason, confirmation=second
-        )
-
-    def failed(i: int, error: JudgeError) -> None:
-        # After the judge's own retries: this pair goes to a human, the others go on.
-        stats["judge_failures"] += 1
-        failures.append(f"{meta[i].pair_id}: {error}")
-        decided[i] = _failed_action(meta[i], requests[i], error, now, config)
-
+    decisions = Decisions(requests, meta, config, now, stats, failures)
+    to_review, failed = decisions.review, decisions.failed
     confident: list[tuple[int, list[tuple[str, ConflictReply]], str | None]] = []
     unsure: list[tuple[int, ConflictReply]] = []
     for i, reply in enumerate(_ask(judge, requests, config.batch_size, escalate=False)):
@@ -985,44 +968,59 @@ def _judge_pairs(
             stats["invalid_verdicts"] += problem is not None
             to_review(i, [(judge.kind, first), ("escalation", second)])
 
-    decided |= confirm_and_route(
-        judge, requests, meta, confident, config, now, stats, failures, policy, calibration
-    )
-    return [decided[i] for i in sorted(decided)]
+    confirm_and_route(judge, decisions, confident, policy, calibration)
+    return decisions.actions()
 
 
-def confirm_and_route(
-    judge: Judge,
-    requests: list[ResolveConflictRequest],
-    meta: list[_Pair],
-    confident: list[tuple[int, list[tuple[str, ConflictReply]], str | None]],
-    config: ConflictConfig,
-    now: dt.datetime,
-    stats: Counter[str],
-    failures: list[str],
-    policy: ReviewPolicy,
-    calibration: Calibration,
-) -> dict[int, ConflictAction]:
-    """Confident, valid verdicts (index, replies so far, newer) → actions: COEXIST as it is;
-    a change only with a second judgment that agrees and the review rules' consent, else it
-    is queued for review."""
-    decided: dict[int, ConflictAction] = {}
+@dataclass
+class Decisions:
+    """The actions decided so far for a list of judged pairs, and the two ways a pair leaves
+    the judge's hands without a verdict applied: queued for review, or failed."""
 
-    def to_review(
+    requests: list[ResolveConflictRequest]
+    meta: list[_Pair]
+    config: ConflictConfig
+    now: dt.datetime
+    stats: Counter[str]
+    failures: list[str]
+    decided: dict[int, ConflictAction] = field(default_factory=dict)
+
+    def review(
+        self,
         i: int,
         replies: list[tuple[str, ConflictReply]],
         reason: str | None = None,
         second: ConfirmReply | None = None,
     ) -> None:
-        stats["queued_for_review"] += 1
-        decided[i] = review_action(
-            meta[i], requests[i], replies, now, config, reason=reason, confirmation=second
-        )
+        self.stats["queued_for_review"] += 1
+        self.decided[i] = review_action(self.meta[i], self.requests[i], replies, self.now,
+                                        self.config, reason=reason, confirmation=second)  # fmt: skip
 
-    def failed(i: int, error: JudgeError) -> None:
-        stats["judge_failures"] += 1
-        failures.append(f"{meta[i].pair_id}: {error}")
-        decided[i] = _failed_action(meta[i], requests[i], error, now, config)
+    def failed(self, i: int, error: JudgeError) -> None:
+        """After the judge's own retries: this pair goes to a human, the others go on."""
+        self.stats["judge_failures"] += 1
+        self.failures.append(f"{self.meta[i].pair_id}: {error}")
+        self.decided[i] = _failed_action(self.meta[i], self.requests[i], error, self.now,
+                                         self.config)  # fmt: skip
+
+    def actions(self) -> list[ConflictAction]:
+        return [self.decided[i] for i in sorted(self.decided)]
+
+
+def confirm_and_route(
+    judge: Judge,
+    decisions: Decisions,
+    confident: list[tuple[int, list[tuple[str, ConflictReply]], str | None]],
+    policy: ReviewPolicy,
+    calibration: Calibration,
+) -> None:
+    """Confident, valid verdicts (index, replies so far, newer) → actions: COEXIST as it is;
+    a change only with a second judgment that agrees and the review rules' consent, else it
+    is queued for review."""
+    requests, meta, stats, decided = (
+        decisions.requests, decisions.meta, decisions.stats, decisions.decided
+    )  # fmt: skip
+    to_review, failed = decisions.review, decisions.failed
 
     # A change of the store needs a second, independent judgment that agrees, and the review
     # rules' consent; keeping both statements (COEXIST) changes nothing and needs neither.
@@ -1039,7 +1037,7 @@ def confirm_and_route(
     for escalate, group in by_model.items():
         escalate = escalate and judge.can_escalate
         checks = [_confirm_request(requests[i], replies[-1][1], n) for i, replies, n in group]
-        seconds = _ask_confirm(judge, checks, config.batch_size, escalate=escalate)
+        seconds = _ask_confirm(judge, checks, decisions.config.batch_size, escalate=escalate)
         for (i, replies, newer), check in zip(group, seconds, strict=True):
             first_by, first = replies[-1]
             if isinstance(check, JudgeError):
@@ -1066,7 +1064,6 @@ def confirm_and_route(
             decided[i] = _judged_action(
                 meta[i], requests[i], first, newer, f"{first_by}, confirmed"
             )
-    return decided
 
 
 # =========================================================================== the plan
