@@ -30,13 +30,17 @@ GROUP BY predicate, subject_id
 """
 
 _STALE_SQL = """
-SELECT e.id, e.name FROM entities e
-WHERE e.status = 'active'
-  AND EXISTS (SELECT 1 FROM triples t WHERE (t.subject_id = e.id OR t.object_id = e.id)
-              AND t.status <> 'merged')
-  AND NOT EXISTS (SELECT 1 FROM triples t WHERE (t.subject_id = e.id OR t.object_id = e.id)
-                  AND t.status = 'active')
-  AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id)
+WITH touched AS (
+    SELECT subject_id AS id, status FROM triples
+    UNION ALL
+    SELECT object_id, status FROM triples WHERE object_id IS NOT NULL
+), facts AS (
+    SELECT id, bool_or(status = 'active') AS current, bool_or(status <> 'merged') AS kept
+    FROM touched GROUP BY id
+)
+SELECT e.id, e.name FROM entities e JOIN facts f ON f.id = e.id
+WHERE e.status = 'active' AND f.kept AND NOT f.current
+  AND e.id NOT IN (SELECT entity_id FROM mentions WHERE entity_id IS NOT NULL)
 ORDER BY e.id
 """
 

@@ -1,10 +1,11 @@
 """L3 semantic: facts that are well-formed but mean something contradictory.
 
 Cheap first: only facts the store learned since the last lint are looked at, each
-paired with the other current facts about the same subject, and a pair goes to the
-judge only when the two are near in embedding space but not the same wording (and
-not a pair the dream's conflict resolution already owns: the same one-value-at-a-time
-predicate). At most ``pairs_per_100`` pairs per 100 new facts are asked about.
+paired with the other current facts with the same subject and predicate (a predicate
+that may hold several values: one that holds one value at a time is the dream's
+conflict resolution's), and a pair goes to the judge only when the two are near in
+embedding space but not the same wording. At most ``pairs_per_100`` pairs per 100 new
+facts are asked about.
 
 A contradiction is a finding; when the judge also says how to resolve it (one
 statement supersedes or restates the other), that change goes to L4 for a second,
@@ -40,6 +41,8 @@ PAIRS_PER_100 = 5
 #: At most this many pairs per run, and this many new facts looked at (the newest).
 MAX_PAIRS = 50
 MAX_NEW = 5000
+#: Earlier facts of one subject and predicate each new fact is compared with (the most recent).
+OTHERS_PER_GROUP = 500
 NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor"})
 
 
@@ -132,12 +135,13 @@ WHERE t.status = 'active' AND t.id IN (
 ORDER BY t.created_at DESC, t.id
 """
 
-_SUBJECT_FACTS_SQL = """
-SELECT t.id, t.subject_id, t.predicate, t.object
+_GROUP_FACTS_SQL = """
+SELECT t.id, t.subject_id, t.predicate, t.object, t.created_at
 FROM triples t
-WHERE t.status = 'active' AND t.subject_id IN (
-    SELECT subject_id FROM triples WHERE id = ANY(CAST(:ids AS TEXT[])))
-ORDER BY t.subject_id, t.id
+JOIN (SELECT DISTINCT subject_id, predicate FROM triples
+      WHERE id = ANY(CAST(:ids AS TEXT[])) AND predicate <> ALL(CAST(:functional AS TEXT[]))) g
+  ON g.subject_id = t.subject_id AND g.predicate = t.predicate
+WHERE t.status = 'active'
 """
 
 
@@ -156,39 +160,54 @@ def candidate_pairs(
     *,
     threshold: float,
     limit: int,
+    others: int = OTHERS_PER_GROUP,
 ) -> tuple[pl.DataFrame, int]:
-    """The ``limit`` most similar pairs (a new fact, another current fact of its subject), and
-    how many pairs qualified."""
+    """The ``limit`` most similar pairs (a new fact, another current fact with the same
+    subject and predicate), and how many pairs qualified.
+
+    Facts are compared within one subject and one predicate that may hold several values
+    (a predicate holding one value at a time is the dream's conflict resolution's), against
+    at most ``others`` of the group's most recent earlier facts, so a subject with a hundred
+    thousand facts costs no more than a small one. Each distinct wording is embedded once."""
     if not fresh or limit <= 0:
         return pl.DataFrame(), 0
-    facts = store.fetch_df(_SUBJECT_FACTS_SQL, {"ids": fresh})
+    functional = sorted(p.name for p in grounding.predicates.values() if p.is_functional)
+    facts = store.fetch_df(_GROUP_FACTS_SQL, {"ids": fresh, "functional": functional})
     if facts.height < 2:
         return pl.DataFrame(), 0
-    texts = [f"{p.replace('_', ' ')} {o}" for p, o in facts.select("predicate", "object").rows()]
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    known = {r[0] for r in store.fetch("SELECT id FROM conflict_verdicts")}
-    functional = np.array(
-        [grounding.is_functional(p) for p in facts["predicate"].to_list()], dtype=bool
+    facts = (
+        facts.with_columns(
+            pl.col("id").is_in(fresh).alias("fresh"),
+            pl.col("object").map_elements(normalize_object, return_dtype=pl.Utf8).alias("key"),
+        )
+        .sort("subject_id", "predicate", "fresh", "created_at", "id", descending=[False, False, True, True, False])
+        .with_columns(pl.int_range(pl.len()).over("subject_id", "predicate").alias("rank"))
+        .filter(pl.col("fresh") | (pl.col("rank") < others + pl.col("fresh").sum().over("subject_id", "predicate")))
+    )  # fmt: skip
+    texts = (
+        facts.select(pl.col("predicate").str.replace_all("_", " ") + " " + pl.col("object"))
+        .to_series()
+        .to_list()
     )
+    unique, index = np.unique(np.array(texts, dtype=object), return_inverse=True)
+    vectors = np.asarray(embedder.embed(list(unique)), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = vectors[index]
+    known = {r[0] for r in store.fetch("SELECT id FROM conflict_verdicts")}
     ids = np.array(facts["id"].to_list(), dtype=object)
-    keys = np.array([normalize_object(o) for o in facts["object"].to_list()], dtype=object)
-    preds = np.array(facts["predicate"].to_list(), dtype=object)
-    is_fresh = np.isin(ids, np.array(fresh, dtype=object))
-    subjects = facts["subject_id"].to_numpy()
-    bounds = np.flatnonzero(np.r_[True, subjects[1:] != subjects[:-1], True])
+    keys = np.array(facts["key"].to_list(), dtype=object)
+    is_fresh = facts["fresh"].to_numpy()
+    group = (facts["subject_id"] + "\x00" + facts["predicate"]).to_numpy()
+    bounds = np.flatnonzero(np.r_[True, group[1:] != group[:-1], True])
     rows = []
     for lo, hi in itertools.pairwise(bounds):
-        if hi - lo < 2:
+        if hi - lo < 2 or not is_fresh[lo]:  # the group's new facts come first
             continue
         span = slice(lo, hi)
         sims = vectors[span] @ vectors[span].T
         wanted = np.triu(sims >= threshold, k=1)
         wanted &= is_fresh[span][:, None] | is_fresh[span][None, :]
-        # The same wording, or a pair the dream's conflict rules own (one predicate that holds
-        # one value at a time), is not the lint's to ask about.
-        wanted &= keys[span][:, None] != keys[span][None, :]
-        wanted &= ~((preds[span][:, None] == preds[span][None, :]) & functional[span][:, None])
+        wanted &= keys[span][:, None] != keys[span][None, :]  # the same wording is no conflict
         for x, y in zip(*np.nonzero(wanted), strict=True):
             a, b = sorted((ids[lo + x], ids[lo + y]))
             if f"{a}|{b}" not in known:

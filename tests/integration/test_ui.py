@@ -138,8 +138,10 @@ def test_the_ui_serves_the_asset_graph_and_runs_a_night(ui: UI, tmp_path: Path) 
 
     garden = ui.launch("garden_job")
     assert ui.wait(garden) == dg.DagsterRunStatus.SUCCESS
+    lint = ui.launch("lint_job")
+    assert ui.wait(lint) == dg.DagsterRunStatus.SUCCESS
     with dg.DagsterInstance.from_config(str(ui.home)) as instance:
-        for run_id in (collect, garden):
+        for run_id in (collect, garden, lint):
             run = instance.get_run_by_id(run_id)
             assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
         report = instance.get_latest_materialization_event(dg.AssetKey("garden_report"))
