@@ -111,30 +111,36 @@ def test_lint_layers_budget_and_calibration(tmp_path: Path) -> None:
     )
     assert sum(calls.values()) == used, "a re-run must cost no LLM call"
 
+    for judge_name, accuracy in (("right as often as it is confident", None), ("right 99%", 0.99)):
+        before, after, wrong_share = _calibration_effect(policy, accuracy)
+        print(
+            f"auto-approve rate on 500 proposals, judge {judge_name}: {before[0]:.1%} before, "
+            f"{after[0]:.1%} after 200 human decisions ({wrong_share} of them 'wrong'); wrong "
+            f"among the auto-approved: {before[1]:.1%} before, {after[1]:.1%} after"
+        )
+
+
+def _calibration_effect(
+    policy: ReviewPolicy, accuracy: float | None
+) -> tuple[tuple[float, float], tuple[float, float], int]:
+    """Route 500 proposals before and after replaying 200 human decisions; a proposal is
+    right with probability ``accuracy`` (None: its confidence)."""
     rng = np.random.default_rng(7)
 
     def proposals(n: int) -> list[tuple[str, float, float, bool]]:
         kinds = rng.choice(["conflict:supersede", "conflict:merge"], n)
         confidence = rng.uniform(0.8, 1.0, n)
         impact = rng.uniform(0.0, 0.8, n)
-        right = rng.uniform(0.0, 1.0, n) < confidence  # a judge at 0.95 is right 95% of times
+        chance = confidence if accuracy is None else np.full(n, accuracy)
+        right = rng.uniform(0.0, 1.0, n) < chance
         return list(zip(kinds, confidence, impact, right, strict=True))
 
     held_out = proposals(500)
 
     def rate(calibration: Calibration) -> tuple[float, float]:
         auto = [p for p in held_out if route(policy, calibration, p[0], p[1], p[2]).auto]
-        wrong = sum(not p[3] for p in auto)
-        return len(auto) / len(held_out), wrong / max(len(auto), 1)
+        return len(auto) / len(held_out), sum(not p[3] for p in auto) / max(len(auto), 1)
 
-    before_rate, before_wrong = rate(Calibration())
-    decided = [
-        (kind, confidence, "correct" if right else "wrong")
-        for kind, confidence, impact, right in proposals(200)
-    ]
-    after_rate, after_wrong = rate(replay(policy, decided))
-    print(
-        f"auto-approve rate on 500 proposals: {before_rate:.1%} before, {after_rate:.1%} after "
-        f"200 human decisions ({sum(d[2] == 'wrong' for d in decided)} of them 'wrong'); "
-        f"wrong among the auto-approved: {before_wrong:.1%} before, {after_wrong:.1%} after"
-    )
+    decided = [(k, c, "correct" if right else "wrong") for k, c, _, right in proposals(200)]
+    wrong = sum(d[2] == "wrong" for d in decided)
+    return rate(Calibration()), rate(replay(policy, decided)), wrong
