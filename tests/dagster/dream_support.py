@@ -15,7 +15,7 @@ from assets import dream, dream_checks
 from memvault.demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from memvault.ingest import ingest_file
 from memvault.store import Store
-from resources import DreamResource, JudgeResource, StoreResource
+from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
 DREAM_ASSETS = dg.load_assets_from_modules([dream])
 DREAM_CHECKS = dg.load_asset_checks_from_modules([dream_checks])
@@ -36,6 +36,7 @@ def resources(url: str, **overrides: Any) -> dict[str, Any]:
         "store": StoreResource(url=url),
         "llm": JudgeResource(),
         "dream": DreamResource(),
+        "review": ReviewResource(),
     } | overrides
 
 
