@@ -24,6 +24,12 @@ EXPECTED_GRAPH = {
     "garden_reconnect": {"group": "gardener", "deps": {"garden_invalidate"}},
     "garden_journal": {"group": "gardener", "deps": {"garden_reconnect"}},
     "garden_report": {"group": "gardener", "deps": {"garden_journal"}},
+    "daily_snapshot": {"group": "profile", "deps": {"collected_sessions", "daily_snapshot"}},
+    "interest_7d": {"group": "profile", "deps": {"daily_snapshot"}},
+    "interest_30d": {"group": "profile", "deps": {"daily_snapshot"}},
+    "interest_90d": {"group": "profile", "deps": {"daily_snapshot"}},
+    "diary_page": {"group": "profile", "deps": {"daily_snapshot", "interest_7d"}},
+    "knowledge_gaps": {"group": "profile", "deps": {"dream_signal"}},
 }
 
 
@@ -43,7 +49,7 @@ def test_asset_graph_snapshot() -> None:
     assert actual == EXPECTED_GRAPH
 
 
-JOBS = ("collect_job", "dream_job", "garden_job")
+JOBS = ("collect_job", "dream_job", "garden_job", "profile_job", "gaps_job")
 
 
 def test_every_step_that_opens_the_store_shares_one_pool() -> None:
@@ -85,3 +91,5 @@ def test_checks_and_schedules() -> None:
     assert schedule.job_name == "collect_job"
     nightly = defs.resolve_schedule_def("garden_nightly")
     assert nightly.job_name == "garden_job" and nightly.cron_schedule == "45 3 * * *"
+    profile = defs.resolve_schedule_def("profile_nightly")
+    assert profile.job_name == "profile_job" and profile.cron_schedule == "30 4 * * *"
