@@ -227,6 +227,7 @@ def diary_page(
             "pages_llm": result.kinds["llm"],
             "pages_template": result.kinds["template"],
             "pages_empty_day": result.kinds["empty"],
+            "pages_kept_unchanged": result.kinds["reused"],
             "judge_failures": len(result.failures),
             "rows_inserted": result.written.inserted,
             "rows_updated": result.written.updated,

@@ -157,12 +157,26 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
 
     A failed judgment falls back to the template page for that day (labelled), so a flaky
     endpoint never leaves a day without its page."""
-    rows, kinds, failures = [], {"llm": 0, "template": 0, "empty": 0}, []
+    rows, kinds, failures = [], {"llm": 0, "template": 0, "empty": 0, "reused": 0}, []
     model = None if judge.kind == "heuristic" else judge.kind
+    wanted = "template" if judge.kind == "heuristic" else "llm"
+    stored = {
+        str(r[0]): (r[1], r[2], r[3])
+        for r in store.fetch(
+            "SELECT id, source, kind, text FROM diary WHERE id = ANY(:ids)",
+            {"ids": [f"diary:{d}" for d in snapshots["day"].to_list()] or [""]},
+        )
+    }
     for snap in snapshots.iter_rows(named=True):
         request = diary_request(snap)
+        source = json.dumps(request.model_dump(), sort_keys=True, ensure_ascii=False)
+        before = stored.get(f"diary:{request.day}")
         if is_empty(request):
             kind, text = "empty", f"{request.weekday} {request.day}\nNothing was recorded this day."
+        elif before is not None and before[0] == source and before[1] == wanted:
+            # Same numbers, same kind of writer: the page stands (a re-run costs no LLM call).
+            kind, text = wanted, str(before[2])
+            kinds["reused"] += 1
         else:
             try:
                 page = judge.ask(DIARY, request)
@@ -179,7 +193,7 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
                 "text": text,
                 "kind": kind,
                 "model": model if kind == "llm" else None,
-                "source": json.dumps(request.model_dump(), sort_keys=True, ensure_ascii=False),
+                "source": source,
             }
         )
     pages = pl.DataFrame(rows, schema_overrides={"day": pl.Date, "model": pl.Utf8})
