@@ -33,7 +33,8 @@ def settings_file() -> Path:
 class ProfileSettings:
     """``start``: first partition; ``timezone``: the owner's (days run midnight to midnight
     there); ``top_n``: length of the top lists; ``batch_days``: partitions per backfill run;
-    ``retention_days``: None keeps every snapshot (the default; the pipeline never deletes)."""
+    ``retention_days``: None keeps every snapshot, the only choice today: neither the dream nor
+    anything else prunes snapshots (the pipeline never deletes)."""
 
     start: dt.date = DEFAULT_START
     timezone: str = "UTC"
@@ -63,13 +64,18 @@ class ProfileSettings:
                 raise MemvaultError(f"{path}: not a JSON object ({exc})") from None
         start = env.get("MEMVAULT_PROFILE_START") or saved.get("start")
         retention = (env.get("MEMVAULT_PROFILE_RETENTION_DAYS") or "keep").strip().lower()
+        if retention != "keep":
+            raise MemvaultError(
+                f"MEMVAULT_PROFILE_RETENTION_DAYS={retention!r}: only 'keep' is supported; "
+                "daily snapshots are never pruned"
+            )
         try:
             return cls(
                 start=dt.date.fromisoformat(start) if start else DEFAULT_START,
                 timezone=env.get("MEMVAULT_TIMEZONE") or saved.get("timezone") or "UTC",
                 top_n=int(env.get("MEMVAULT_PROFILE_TOP_N") or 10),
                 batch_days=int(env.get("MEMVAULT_PROFILE_BATCH_DAYS") or 31),
-                retention_days=None if retention in ("", "keep") else int(retention),
+                retention_days=None,
             )
         except ValueError as exc:
             raise MemvaultError(f"profile settings: {exc}") from None
