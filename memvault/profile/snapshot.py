@@ -10,9 +10,10 @@ Per day:
 
 * ``top_intents`` — the most frequent recall intents logged that day;
 * ``top_entities`` — personalized PageRank over the entity graph as it stood at
-  the end of the day (co-mentions in memories plus facts linking two entities,
-  weighted like the co-occurrence signal), restarting at that day's entities
-  in proportion to how often each was mentioned; an empty day has none;
+  the end of the day (pairs co-mentioned in memories, a fact linking two
+  entities counting as a co-mention, from their second one on; weighted like
+  the co-occurrence signal), restarting at that day's entities in proportion
+  to how often each was mentioned; an empty day has none;
 * ``delta_vs_yesterday`` — entities that entered and left the top list;
 * ``attention``, ``mentioned``, ``facts_learned``, ``activity`` — the raw
   numbers the interest windows and the diary read.
@@ -39,6 +40,9 @@ from memvault.store import Store
 
 #: Co-mentions at which an edge reaches full weight (the graph's co-occurrence scale).
 SATURATION = 32
+#: A pair joins the day's graph from its second co-mention (or a fact linking the two plus one
+#: co-mention): a one-off co-mention is noise, as the entity graph's connect threshold says.
+MIN_CO_MENTIONS = 2
 DAMPING = 0.85
 #: People and things listed per day (the diary reads them).
 MENTIONED_LIMIT = 20
@@ -76,31 +80,49 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _local_day(column: str, timezone: str) -> pl.Expr:
-    return (
-        pl.col(column)
-        .dt.replace_time_zone("UTC")
-        .dt.convert_time_zone(timezone)
-        .dt.date()
-        .alias(f"{column}_day")
-    )
+class _Days:
+    """Local days of store times, for the days of one batch (``span``).
+
+    A time is placed by the UTC instants at which the span's days begin (so any timezone, DST
+    included, costs one binary search per row); anything earlier falls on the day before the
+    span (every reader only asks "on or before day D" of those), anything at or after the end of
+    the span's last day is null (not yet known)."""
+
+    def __init__(self, span: list[dt.date], timezone: str) -> None:
+        starts = [day_bounds(d, timezone)[0] for d in span] + [day_bounds(span[-1], timezone)[1]]
+        self.bounds = np.array(starts, dtype="datetime64[us]")
+        self.base = (span[0] - dt.date(1970, 1, 1)).days
+        self.size = len(span)
+
+    def of(self, frame: pl.DataFrame, column: str) -> pl.Series:
+        times = frame[column].cast(pl.Datetime("us")).to_numpy()
+        index = np.searchsorted(self.bounds, times, side="right") - 1  # NaT sorts last: null
+        days = pl.Series(f"{column}_day", self.base + index, dtype=pl.Int32)
+        known = pl.Series(index < self.size)
+        return (
+            pl.select(pl.when(known).then(days).otherwise(None).cast(pl.Date))
+            .to_series()
+            .alias(f"{column}_day")
+        )
 
 
 @dataclass
 class _History:
     """What the store knew by the end of the last day of a batch, tagged with local days."""
 
-    mentions: pl.DataFrame  # entity_id, block_id, session_id, known_at, known_at_day
-    pairs: pl.DataFrame  # u, v, day (co-mention or fact edge, first known that day), until
+    mentions: pl.DataFrame  # code, block_id, session_id, known_at, known_at_day
+    pairs: pl.DataFrame  # u, v (codes), day (co-mention or fact, first known then), until
     facts: pl.DataFrame
     recalls: pl.DataFrame
     sessions: pl.DataFrame
     blocks: pl.DataFrame
     entities: dict[str, tuple[str, str]]  # id -> (name, type)
+    ids: list[str]  # entity id of each code (sorted, so code order is id order)
 
 
 def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings) -> _History:
     tz = settings.timezone
+    local = _Days(day_range(first, last), tz)
     start, _ = day_bounds(first, tz)
     _, cut = day_bounds(last, tz)
     mentions = store.fetch_df(MENTIONS_SQL, {"cut": cut})
@@ -113,9 +135,8 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
                 "known_at": pl.Datetime("us"),
             }
         )
-    mentions = mentions.cast({"known_at": pl.Datetime("us")}).with_columns(
-        _local_day("known_at", tz)
-    )
+    mentions = mentions.cast({"known_at": pl.Datetime("us")})
+    mentions = mentions.with_columns(local.of(mentions, "known_at"))
     in_blocks = (
         mentions.filter(pl.col("block_id").is_not_null())
         .select("entity_id", "block_id", "known_at_day")
@@ -145,7 +166,7 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
             }
         )
     facts = facts.cast({"created_at": pl.Datetime("us"), "expired_at": pl.Datetime("us")})
-    facts = facts.with_columns(_local_day("created_at", tz), _local_day("expired_at", tz))
+    facts = facts.with_columns(local.of(facts, "created_at"), local.of(facts, "expired_at"))
     linked = facts.filter(
         pl.col("object_id").is_not_null() & (pl.col("object_id") != pl.col("subject_id"))
     ).select(
@@ -164,15 +185,14 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         recalls = pl.DataFrame(
             schema={"intent_label": pl.Utf8, "verdict": pl.Utf8, "created_at": pl.Datetime("us")}
         )
-    recalls = recalls.cast({"created_at": pl.Datetime("us")}).with_columns(
-        _local_day("created_at", tz)
-    )
+    recalls = recalls.cast({"created_at": pl.Datetime("us")})
+    recalls = recalls.with_columns(local.of(recalls, "created_at"))
     sessions = store.fetch_df(
         "SELECT started_at FROM sessions WHERE started_at >= :start AND started_at < :cut",
         {"start": start, "cut": cut},
     )
     sessions = (
-        sessions.cast({"started_at": pl.Datetime("us")}).with_columns(_local_day("started_at", tz))
+        sessions.with_columns(local.of(sessions, "started_at"))
         if sessions.height
         else pl.DataFrame(schema={"started_at_day": pl.Date})
     )
@@ -181,14 +201,26 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         {"start": start, "cut": cut},
     )
     blocks = (
-        blocks.cast({"created_at": pl.Datetime("us")}).with_columns(_local_day("created_at", tz))
+        blocks.with_columns(local.of(blocks, "created_at"))
         if blocks.height
         else pl.DataFrame(schema={"created_at_day": pl.Date})
     )
     names = store.fetch("SELECT id, name, entity_type FROM entities")
+    pairs = pl.concat([co, linked])
+    ids = pl.concat([mentions["entity_id"], pairs["u"], pairs["v"]]).unique().sort()
+    # Integer codes in id order (an Enum of the sorted ids): code order is id order.
+    enum = pl.Enum(ids)
+    mentions = mentions.with_columns(
+        code=pl.col("entity_id").cast(enum).to_physical().cast(pl.Int64)
+    ).drop("entity_id")
+    pairs = pairs.with_columns(
+        u=pl.col("u").cast(enum).to_physical().cast(pl.Int64),
+        v=pl.col("v").cast(enum).to_physical().cast(pl.Int64),
+    )
     return _History(
         mentions=mentions,
-        pairs=pl.concat([co, linked]),
+        pairs=pairs,
+        ids=ids.to_list(),
         facts=facts,
         recalls=recalls,
         sessions=sessions,
@@ -197,35 +229,81 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
     )
 
 
-def _ppr(edges: pl.DataFrame, attention: pl.DataFrame, top_n: int) -> list[tuple[str, float]]:
-    """Top entities by personalized PageRank restarting at the day's entities (by mentions)."""
-    if attention.is_empty():
+class _EdgeCounts:
+    """Co-mentions (and linking facts) per entity pair, day by day, as integer-coded arrays.
+
+    Pairs are keyed by the codes of their two entities (codes follow the sorted entity ids,
+    so code order is id order); ``advance(day)`` applies that day's changes, and ``edges()``
+    gives the pairs counting at least ``MIN_CO_MENTIONS``, sorted.
+    """
+
+    def __init__(self, pairs: pl.DataFrame, n: int, before: dt.date) -> None:
+        # pairs: u, v (codes, u < v), day (first known), until (retired that day, or null)
+        events = pl.concat(
+            [
+                pairs.select("u", "v", day=pl.max_horizontal("day", pl.lit(before)), delta=1),
+                pairs.filter(pl.col("until").is_not_null()).select(
+                    "u", "v", day=pl.max_horizontal("until", pl.lit(before)), delta=-1
+                ),
+            ]
+        ).with_columns(key=pl.col("u").cast(pl.Int64) * n + pl.col("v"))
+        self.keys = events["key"].unique().sort().to_numpy()
+        self.n = n
+        self.counts = np.zeros(len(self.keys), dtype=np.int64)
+        grouped = events.group_by("day", "key").agg(pl.col("delta").sum()).sort("day", "key")
+        self.by_day = {
+            day: (np.searchsorted(self.keys, part["key"].to_numpy()), part["delta"].to_numpy())
+            for (day,), part in grouped.partition_by("day", as_dict=True).items()
+        }
+        self.applied: dt.date | None = None
+
+    def advance(self, day: dt.date) -> None:
+        """Apply every change up to the end of ``day`` (days must come in order)."""
+        pending = sorted(
+            d for d in self.by_day if d <= day and (self.applied is None or d > self.applied)
+        )
+        for d in pending:
+            index, delta = self.by_day[d]
+            np.add.at(self.counts, index, delta)
+        self.applied = day
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(u, v, co-mentions) of the pairs that count now, sorted by (u, v)."""
+        live = self.counts >= MIN_CO_MENTIONS
+        keys = self.keys[live]
+        return keys // self.n, keys % self.n, self.counts[live]
+
+
+def _ppr(
+    u: np.ndarray, v: np.ndarray, n: np.ndarray, seeds: np.ndarray, weights: np.ndarray, top_n: int
+) -> list[tuple[int, float]]:
+    """Top entity codes by personalized PageRank restarting at ``seeds`` (codes) in proportion
+    to ``weights``. The graph holds only the day's pairs and seeds, in code (= id) order, so the
+    same day gives the same graph whatever else the store learned later."""
+    if len(seeds) == 0:
         return []
-    ids = pl.concat([edges["u"], edges["v"], attention["entity_id"]]).unique().sort().to_list()
-    index = {name: i for i, name in enumerate(ids)}
+    size = int(max(u.max(initial=-1), v.max(initial=-1), seeds.max())) + 1
+    present = np.zeros(size, dtype=bool)
+    present[u] = present[v] = present[seeds] = True
+    vertices = np.flatnonzero(present)  # sorted codes, so sorted ids
+    local = np.cumsum(present) - 1  # code -> vertex number
     graph = ig.Graph(
-        n=len(ids),
-        edges=list(
-            zip(
-                [index[u] for u in edges["u"].to_list()],
-                [index[v] for v in edges["v"].to_list()],
-                strict=True,
+        n=len(vertices), edges=np.column_stack([local[u], local[v]]).tolist(), directed=False
+    )
+    reset = np.zeros(len(vertices))
+    reset[local[seeds]] = weights
+    scores = np.round(
+        np.asarray(
+            graph.personalized_pagerank(
+                reset=reset.tolist(),
+                weights=normalize_co_occurrence(n, SATURATION).tolist() if len(u) else None,
+                damping=DAMPING,
             )
         ),
-        directed=False,
+        6,
     )
-    graph.es["weight"] = edges["weight"].to_list()
-    reset = np.zeros(len(ids))
-    for name, n in attention.iter_rows():
-        reset[index[name]] = float(n)
-    scores = graph.personalized_pagerank(
-        reset=reset.tolist(), weights="weight" if graph.ecount() else None, damping=DAMPING
-    )
-    ranked = sorted(
-        ((ids[i], round(float(s), 6)) for i, s in enumerate(scores) if s > 0),
-        key=lambda kv: (-kv[1], kv[0]),
-    )
-    return ranked[:top_n]
+    order = np.lexsort((vertices, -scores))[:top_n]
+    return [(int(vertices[i]), float(scores[i])) for i in order if scores[i] > 0]
 
 
 def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettings) -> pl.DataFrame:
@@ -236,47 +314,45 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
     yesterday = first - dt.timedelta(days=1)
     history = _load(store, yesterday, last, settings)
     names = history.entities
+    ids = history.ids
 
-    def entity(eid: str, **extra: Any) -> dict[str, Any]:
+    def entity(code: int, **extra: Any) -> dict[str, Any]:
+        eid = ids[code]
         name, etype = names.get(eid, (eid, "unknown"))
         return {"id": eid, "name": name, "type": etype, **extra}
 
-    # Edge increments per (day, pair); days before the batch are folded into its day before.
-    pairs = history.pairs.with_columns(pl.max_horizontal("day", pl.lit(yesterday)).alias("day"))
-    daily_pairs = pairs.group_by("day", "u", "v", "until").agg(pl.len().alias("n"))
-    attention_by_day = history.mentions.group_by("known_at_day", "entity_id").agg(
-        pl.len().alias("n")
-    )
-    facts_known = history.facts.with_columns(
-        pl.max_horizontal("created_at_day", pl.lit(yesterday)).alias("day")
-    )
+    counts = _EdgeCounts(history.pairs, len(ids), yesterday)
+    attention_by_day = {
+        day: part.select("code", "n").sort("code")
+        for (day,), part in history.mentions.filter(pl.col("known_at_day") >= yesterday)
+        .group_by("known_at_day", "code")
+        .agg(pl.len().alias("n"))
+        .partition_by("known_at_day", as_dict=True)
+        .items()
+    }
     _, cut_all = day_bounds(last, settings.timezone)
     rows: list[dict[str, Any]] = []
-    previous: list[str] | None = None
+    previous: list[int] | None = None
     for day in day_range(yesterday, last):
         _, end = day_bounds(day, settings.timezone)
-        edges = (
-            daily_pairs.filter(
-                (pl.col("day") <= day) & (pl.col("until").is_null() | (pl.col("until") > day))
-            )
-            .group_by("u", "v")
-            .agg(pl.col("n").sum())
-            .sort("u", "v")
+        counts.advance(day)
+        attention = attention_by_day.get(
+            day, pl.DataFrame(schema={"code": pl.Int64, "n": pl.UInt32})
         )
-        edges = edges.with_columns(
-            weight=pl.Series(normalize_co_occurrence(edges["n"].to_numpy(), SATURATION))
+        u, v, n = counts.edges()
+        top = _ppr(
+            u,
+            v,
+            n,
+            attention["code"].to_numpy(),
+            attention["n"].to_numpy().astype(float),
+            settings.top_n,
         )
-        attention = (
-            attention_by_day.filter(pl.col("known_at_day") == day)
-            .select("entity_id", "n")
-            .sort("entity_id")
-        )
-        top = _ppr(edges, attention, settings.top_n)
-        top_ids = [eid for eid, _ in top]
+        top_ids = [code for code, _ in top]
         if day < first:
             previous = top_ids
             continue
-        counts = dict(attention.iter_rows())
+        attention_ids = {ids[c]: int(k) for c, k in attention.iter_rows()}
         intents = (
             history.recalls.filter(
                 (pl.col("created_at_day") == day) & pl.col("intent_label").is_not_null()
@@ -287,22 +363,23 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
             .head(settings.top_n)
         )
         learned = history.facts.filter(pl.col("created_at_day") == day).sort("created_at", "id")
-        known = facts_known.filter(
-            (pl.col("day") <= day)
+        known = history.facts.filter(
+            (pl.col("created_at_day") <= day)
             & (pl.col("expired_at_day").is_null() | (pl.col("expired_at_day") > day))
         ).height
         recalls_today = history.recalls.filter(pl.col("created_at_day") == day)
         before = previous or []
+        mentioned = sorted(attention.iter_rows(), key=lambda ck: (-ck[1], ck[0]))[:MENTIONED_LIMIT]
         rows.append(
             {
                 "id": f"profile:{day.isoformat()}",
                 "day": day,
                 "top_intents": _dumps([{"intent": i, "count": c} for i, c in intents.iter_rows()]),
-                "top_entities": _dumps([entity(eid, score=s) for eid, s in top]),
+                "top_entities": _dumps([entity(code, score=s) for code, s in top]),
                 "delta_vs_yesterday": _dumps(
                     {
-                        "appeared": [entity(e) for e in top_ids if e not in before],
-                        "disappeared": [entity(e) for e in before if e not in top_ids],
+                        "appeared": [entity(c) for c in top_ids if c not in before],
+                        "disappeared": [entity(c) for c in before if c not in top_ids],
                     }
                 ),
                 "known_at": end if end <= cut_all else cut_all,
@@ -311,7 +388,7 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
                     {
                         "sessions": history.sessions.filter(pl.col("started_at_day") == day).height,
                         "memories": history.blocks.filter(pl.col("created_at_day") == day).height,
-                        "mentions": int(sum(counts.values())),
+                        "mentions": int(sum(attention_ids.values())),
                         "recalls": recalls_today.height,
                         "recalls_failed": recalls_today.filter(
                             pl.col("verdict") == "INCORRECT"
@@ -320,15 +397,8 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
                         "facts_known": known,
                     }
                 ),
-                "attention": _dumps(counts),
-                "mentioned": _dumps(
-                    [
-                        entity(eid, mentions=n)
-                        for eid, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[
-                            :MENTIONED_LIMIT
-                        ]
-                    ]
-                ),
+                "attention": _dumps(attention_ids),
+                "mentioned": _dumps([entity(c, mentions=int(k)) for c, k in mentioned]),
                 "facts_learned": _dumps(
                     [
                         {

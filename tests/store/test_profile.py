@@ -290,3 +290,30 @@ def test_a_hub_visited_less_than_often_opens_no_structural_gap(
     _graph(duck_store, [("hub", "silent")], {"hub": 0, "silent": 0})
     assert refresh_gaps(duck_store, "gaps-1", min_visits=min_visits).opened == 0
     assert refresh_gaps(duck_store, "gaps-2").opened == 1
+
+
+def test_a_day_is_the_owner_local_day_and_later_times_are_not_known_yet() -> None:
+    from memvault.profile.snapshot import _Days
+
+    days = _Days([dt.date(2026, 7, 1), dt.date(2026, 7, 2)], "Europe/Paris")
+    frame = pl.DataFrame(
+        {
+            "t": [
+                dt.datetime(2026, 6, 1, 12),  # long before: "on or before" the day before
+                dt.datetime(2026, 6, 30, 21, 59),  # 23:59 in Paris, June 30
+                dt.datetime(2026, 6, 30, 22, 0),  # midnight in Paris: July 1
+                dt.datetime(2026, 7, 2, 21, 59),  # the last minute of July 2 in Paris
+                dt.datetime(2026, 7, 2, 22, 0),  # July 3 in Paris: after the batch, unknown
+                None,
+            ]
+        },
+        schema={"t": pl.Datetime("us")},
+    )
+    assert days.of(frame, "t").to_list() == [
+        dt.date(2026, 6, 30),
+        dt.date(2026, 6, 30),
+        dt.date(2026, 7, 1),
+        dt.date(2026, 7, 2),
+        None,
+        None,
+    ]
