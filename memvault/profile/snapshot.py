@@ -137,21 +137,6 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         )
     mentions = mentions.cast({"known_at": pl.Datetime("us")})
     mentions = mentions.with_columns(local.of(mentions, "known_at"))
-    in_blocks = (
-        mentions.filter(pl.col("block_id").is_not_null())
-        .select("entity_id", "block_id", "known_at_day")
-        .unique(["entity_id", "block_id"])
-    )
-    co = (
-        in_blocks.join(in_blocks, on="block_id", suffix="_b")
-        .filter(pl.col("entity_id") < pl.col("entity_id_b"))
-        .select(
-            u=pl.col("entity_id"),
-            v=pl.col("entity_id_b"),
-            day=pl.max_horizontal("known_at_day", "known_at_day_b"),
-            until=pl.lit(None, dtype=pl.Date),
-        )
-    )
     facts = store.fetch_df(FACTS_SQL, {"cut": cut})
     if facts.is_empty():
         facts = pl.DataFrame(
@@ -167,15 +152,6 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         )
     facts = facts.cast({"created_at": pl.Datetime("us"), "expired_at": pl.Datetime("us")})
     facts = facts.with_columns(local.of(facts, "created_at"), local.of(facts, "expired_at"))
-    linked = facts.filter(
-        pl.col("object_id").is_not_null() & (pl.col("object_id") != pl.col("subject_id"))
-    ).select(
-        u=pl.min_horizontal("subject_id", "object_id"),
-        v=pl.max_horizontal("subject_id", "object_id"),
-        day=pl.col("created_at_day"),
-        # Retired during day X: no longer known at the end of X.
-        until=pl.col("expired_at_day"),
-    )
     recalls = store.fetch_df(
         "SELECT intent_label, verdict, created_at FROM recall_log "
         "WHERE created_at >= :start AND created_at < :cut",
@@ -206,17 +182,44 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         else pl.DataFrame(schema={"created_at_day": pl.Date})
     )
     names = store.fetch("SELECT id, name, entity_type FROM entities")
-    pairs = pl.concat([co, linked])
-    ids = pl.concat([mentions["entity_id"], pairs["u"], pairs["v"]]).unique().sort()
+    linked = facts.filter(
+        pl.col("object_id").is_not_null() & (pl.col("object_id") != pl.col("subject_id"))
+    )
+    ids = (
+        pl.concat([mentions["entity_id"], linked["subject_id"], linked["object_id"]])
+        .unique()
+        .sort()
+    )
     # Integer codes in id order (an Enum of the sorted ids): code order is id order.
     enum = pl.Enum(ids)
-    mentions = mentions.with_columns(
-        code=pl.col("entity_id").cast(enum).to_physical().cast(pl.Int64)
-    ).drop("entity_id")
-    pairs = pairs.with_columns(
-        u=pl.col("u").cast(enum).to_physical().cast(pl.Int64),
-        v=pl.col("v").cast(enum).to_physical().cast(pl.Int64),
+
+    def code(column: str) -> pl.Expr:
+        return pl.col(column).cast(enum).to_physical().cast(pl.Int64)
+
+    mentions = mentions.with_columns(code=code("entity_id")).drop("entity_id")
+    in_blocks = (
+        mentions.filter(pl.col("block_id").is_not_null())
+        .select("code", "known_at_day", block=pl.col("block_id").rank("dense"))
+        .unique(["code", "block"])
     )
+    co = (
+        in_blocks.join(in_blocks, on="block", suffix="_b")
+        .filter(pl.col("code") < pl.col("code_b"))
+        .select(
+            u=pl.col("code"),
+            v=pl.col("code_b"),
+            day=pl.max_horizontal("known_at_day", "known_at_day_b"),
+            until=pl.lit(None, dtype=pl.Date),
+        )
+    )
+    linked = linked.select(
+        u=pl.min_horizontal(code("subject_id"), code("object_id")),
+        v=pl.max_horizontal(code("subject_id"), code("object_id")),
+        day=pl.col("created_at_day"),
+        # Retired during day X: no longer known at the end of X.
+        until=pl.col("expired_at_day"),
+    )
+    pairs = pl.concat([co, linked])
     return _History(
         mentions=mentions,
         pairs=pairs,
@@ -239,21 +242,35 @@ class _EdgeCounts:
 
     def __init__(self, pairs: pl.DataFrame, n: int, before: dt.date) -> None:
         # pairs: u, v (codes, u < v), day (first known), until (retired that day, or null)
-        events = pl.concat(
-            [
-                pairs.select("u", "v", day=pl.max_horizontal("day", pl.lit(before)), delta=1),
-                pairs.filter(pl.col("until").is_not_null()).select(
-                    "u", "v", day=pl.max_horizontal("until", pl.lit(before)), delta=-1
-                ),
-            ]
-        ).with_columns(key=pl.col("u").cast(pl.Int64) * n + pl.col("v"))
-        self.keys = events["key"].unique().sort().to_numpy()
+        floor = pl.lit(before)
+        ended = pairs.filter(pl.col("until").is_not_null())
+        key = (pl.col("u") * n + pl.col("v")).cast(pl.Int64)
+        keys = pl.concat([pairs.select(key), ended.select(key)]).to_series().to_numpy()
+        days = (
+            pl.concat(
+                [
+                    pairs.select(day=pl.max_horizontal("day", floor)),
+                    ended.select(day=pl.max_horizontal("until", floor)),
+                ]
+            )
+            .to_series()
+            .cast(pl.Int32)
+            .to_numpy()
+        )
+        delta = np.concatenate([np.ones(pairs.height, np.int64), -np.ones(ended.height, np.int64)])
+        self.keys, index = np.unique(keys, return_inverse=True)
         self.n = n
         self.counts = np.zeros(len(self.keys), dtype=np.int64)
-        grouped = events.group_by("day", "key").agg(pl.col("delta").sum()).sort("day", "key")
+        order = np.argsort(days, kind="stable")
+        days, index, delta = days[order], index[order], delta[order]
+        cuts = np.flatnonzero(np.diff(days)) + 1
+        epoch = dt.date(1970, 1, 1)
         self.by_day = {
-            day: (np.searchsorted(self.keys, part["key"].to_numpy()), part["delta"].to_numpy())
-            for (day,), part in grouped.partition_by("day", as_dict=True).items()
+            epoch + dt.timedelta(days=int(d[0])): (i, x)
+            for d, i, x in zip(
+                np.split(days, cuts), np.split(index, cuts), np.split(delta, cuts), strict=True
+            )
+            if len(d)
         }
         self.applied: dt.date | None = None
 

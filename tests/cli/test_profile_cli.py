@@ -66,3 +66,38 @@ def test_backfill_then_profile_diary_and_gaps(store: tuple[str, dt.date], tmp_pa
     assert code == 0 and last.isoformat() in out
     code, out, _ = _cli("gaps", "--store", url)
     assert code == 0 and "no knowledge gaps" in out  # gaps_job has not run
+
+
+def test_backfill_submit_leaves_it_to_the_daemon(
+    store: tuple[str, dt.date], tmp_path: Path
+) -> None:
+    import dagster as dg
+
+    url, first = store
+    code, out, err = _cli(
+        "backfill",
+        "--from",
+        first.isoformat(),
+        "--to",
+        (first + dt.timedelta(days=2)).isoformat(),
+        "--submit",
+        "--store",
+        url,
+        "--json",
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
+        backfill = instance.get_backfill(summary["backfill_id"])
+        assert backfill is not None and backfill.tags["memvault/started_by"] == "cli"
+        targeted = backfill.asset_backfill_data.target_subset  # type: ignore[union-attr]
+        keys = {key.to_user_string() for key in targeted.asset_keys}
+        assert keys == {
+            "daily_snapshot",
+            "interest_7d",
+            "interest_30d",
+            "interest_90d",
+            "diary_page",
+        }
+        days = targeted.get_partitions_subset(dg.AssetKey("daily_snapshot")).get_partition_keys()
+        assert sorted(days) == [(first + dt.timedelta(days=d)).isoformat() for d in range(3)]

@@ -79,3 +79,39 @@ def test_days_run_midnight_to_midnight_in_the_owner_timezone(
     )
     monkeypatch.setenv("MEMVAULT_PROFILE_START", "2026-01-05")
     assert ProfileSettings.from_env().start == dt.date(2026, 1, 5)
+
+
+def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path: Path) -> None:
+    """In this process, as `memvault backfill` runs a batch: one run, one materialization per
+    day and asset, flat metadata for the UI, and the same range again changes no row."""
+    from memvault.demo.generator import DemoConfig, generate, write_jsonl
+    from memvault.ingest import ingest_file
+    from pipelines.runner import materializations, partition_range_tags, run_job
+
+    records, truth = generate(DemoConfig(sessions=16, days=10, seed=5, end=dt.datetime(2026, 5, 1)))
+    write_jsonl(records, tmp_path / "h.jsonl")
+    url = f"duckdb://{tmp_path / 's.duckdb'}"
+    import memvault
+
+    with memvault.open(url) as store:
+        ingest_file(store, tmp_path / "h.jsonl")
+    first, last = (truth.start.date() + dt.timedelta(days=d) for d in (2, 5))
+    tags = partition_range_tags(first.isoformat(), last.isoformat())
+    with dg.instance_for_test() as instance:
+        result = run_job("profile_job", url, instance=instance, tags=tags)
+        assert result.success
+        events = result.get_asset_materialization_events()
+        assert len(events) == 4 * len(PARTITIONED)
+        assert {e.partition for e in events} == {
+            (first + dt.timedelta(days=d)).isoformat() for d in range(4)
+        }
+        for event in events:
+            metadata = event.event_specific_data.materialization.metadata  # type: ignore[union-attr]
+            assert not any(isinstance(v, dg.JsonMetadataValue) for v in metadata.values())
+        again = run_job("profile_job", url, instance=instance, tags=tags)
+    assert again.success
+    figures = materializations(again)
+    assert {
+        k: (m["rows_inserted"], m["rows_updated"]) for k, m in figures.items()
+    } == dict.fromkeys(PARTITIONED, (0, 0))
+    assert figures["diary_page"]["llm_calls"] == 0
