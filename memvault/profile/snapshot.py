@@ -284,36 +284,62 @@ class _EdgeCounts:
             np.add.at(self.counts, index, delta)
         self.applied = day
 
-    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(u, v, co-mentions) of the pairs that count now, sorted by (u, v)."""
-        live = self.counts >= MIN_CO_MENTIONS
-        keys = self.keys[live]
-        return keys // self.n, keys % self.n, self.counts[live]
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(edge ids in the batch graph, co-mentions) of the pairs that count now, in order."""
+        live = self.counts[self.union] >= MIN_CO_MENTIONS
+        return np.flatnonzero(live), self.counts[self.union][live]
+
+    def batch_graph(self, last: dt.date) -> None:
+        """Every pair that counts on some day up to ``last``, as one graph (vertices: the codes
+        of their ends, in order; edges: the pairs, in order); each day's graph is cut from it."""
+        peak = np.zeros_like(self.counts)
+        running = np.zeros_like(self.counts)
+        for d in sorted(d for d in self.by_day if d <= last):
+            index, delta = self.by_day[d]
+            np.add.at(running, index, delta)
+            np.maximum(peak, running, out=peak)
+        self.union = np.flatnonzero(peak >= MIN_CO_MENTIONS)
+        u, v = self.keys[self.union] // self.n, self.keys[self.union] % self.n
+        self.codes = np.unique(np.concatenate([u, v]))
+        self.ends_u = np.searchsorted(self.codes, u)  # vertex of each edge's ends
+        self.ends_v = np.searchsorted(self.codes, v)
+        self.graph = ig.Graph(
+            n=len(self.codes),
+            edges=np.column_stack([self.ends_u, self.ends_v]).tolist(),
+            directed=False,
+        )
 
 
 def _ppr(
-    u: np.ndarray, v: np.ndarray, n: np.ndarray, seeds: np.ndarray, weights: np.ndarray, top_n: int
+    counts: _EdgeCounts, seeds: np.ndarray, weights: np.ndarray, top_n: int
 ) -> list[tuple[int, float]]:
     """Top entity codes by personalized PageRank restarting at ``seeds`` (codes) in proportion
-    to ``weights``. The graph holds only the day's pairs and seeds, in code (= id) order, so the
-    same day gives the same graph whatever else the store learned later."""
+    to ``weights``, over the day's graph: the pairs that count that day (cut from the batch's
+    graph, order kept: ends in code order, which is id order; pairs sorted) and then the seeds
+    that have no such pair, in code order. The same day gives the same graph, built the same
+    way, whatever else the store learned later."""
     if len(seeds) == 0:
         return []
-    size = int(max(u.max(initial=-1), v.max(initial=-1), seeds.max())) + 1
-    present = np.zeros(size, dtype=bool)
-    present[u] = present[v] = present[seeds] = True
-    vertices = np.flatnonzero(present)  # sorted codes, so sorted ids
-    local = np.cumsum(present) - 1  # code -> vertex number
-    graph = ig.Graph(
-        n=len(vertices), edges=np.column_stack([local[u], local[v]]).tolist(), directed=False
+    edge_ids, n = counts.edges()
+    graph = counts.graph.subgraph_edges(edge_ids.tolist(), delete_vertices=True)
+    incident = np.zeros(len(counts.codes), dtype=bool)
+    incident[counts.ends_u[edge_ids]] = incident[counts.ends_v[edge_ids]] = True
+    linked = counts.codes[incident]  # what subgraph_edges keeps, in the same order
+    alone = np.setdiff1d(seeds, linked)  # sorted
+    graph.add_vertices(len(alone))
+    vertices = np.concatenate([linked, alone])
+    position = np.where(
+        np.isin(seeds, linked),
+        np.searchsorted(linked, seeds),
+        len(linked) + np.searchsorted(alone, seeds),
     )
     reset = np.zeros(len(vertices))
-    reset[local[seeds]] = weights
+    reset[position] = weights
     scores = np.round(
         np.asarray(
             graph.personalized_pagerank(
                 reset=reset.tolist(),
-                weights=normalize_co_occurrence(n, SATURATION).tolist() if len(u) else None,
+                weights=normalize_co_occurrence(n, SATURATION).tolist() if len(n) else None,
                 damping=DAMPING,
             )
         ),
@@ -339,6 +365,7 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
         return {"id": eid, "name": name, "type": etype, **extra}
 
     counts = _EdgeCounts(history.pairs, len(ids), yesterday)
+    counts.batch_graph(last)
     attention_by_day = {
         day: part.select("code", "n").sort("code")
         for (day,), part in history.mentions.filter(pl.col("known_at_day") >= yesterday)
@@ -356,11 +383,8 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
         attention = attention_by_day.get(
             day, pl.DataFrame(schema={"code": pl.Int64, "n": pl.UInt32})
         )
-        u, v, n = counts.edges()
         top = _ppr(
-            u,
-            v,
-            n,
+            counts,
             attention["code"].to_numpy(),
             attention["n"].to_numpy().astype(float),
             settings.top_n,
