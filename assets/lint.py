@@ -301,7 +301,7 @@ lint_job = dg.define_asset_job(
 lint_nightly_schedule = dg.ScheduleDefinition(
     name="lint_nightly",
     job=lint_job,
-    cron_schedule="30 4 * * *",
-    description="The lint runs nightly at 04:30, after the collector (02:15) and the gardener "
+    cron_schedule="15 4 * * *",
+    description="The lint runs nightly at 04:15, after the collector (02:15) and the gardener "
     "(03:45).",
 )

@@ -339,9 +339,21 @@ def demo(
     out.print(f"\nDagster runs: {runs}")
     out.print(f"store: {escape(summary['store'])}")
     out.print(f"history file: {escape(summary['history_file'])}")
+    profile = summary.get("profile") or {}
+    if profile.get("days"):
+        out.print(
+            f"daily profile: {profile['days']} days ({profile['first']} .. {profile['last']}) in "
+            f"{len(profile['runs'])} run(s) of profile_job; try `memvault profile`, "
+            "`memvault diary`, `memvault gaps`"
+        )
     out.print(
         f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)"
     )
+    if profile.get("days"):
+        out.print(
+            "the partitions: Assets → profile → daily_snapshot (or diary_page, interest_7d …) → "
+            "Partitions; the runs: Runs, filtered by job profile_job"
+        )
     if not summary["success"]:
         raise typer.Exit(1)
 
@@ -370,7 +382,7 @@ def ui(
 
 
 # The dream commands register themselves on `app` when imported; the gardener is a sub-app.
-from pipelines import cli_dream  # noqa: E402, F401
+from pipelines import cli_dream, cli_profile  # noqa: E402, F401
 from pipelines.cli_garden import garden_app  # noqa: E402
 from pipelines.cli_review import review_app  # noqa: E402
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector, dream, dream_checks, gardener, lint
+from assets import collector, dream, dream_checks, gardener, lint, profile
 from assets.gardener import garden_job, garden_nightly_schedule
 from assets.lint import lint_job, lint_nightly_schedule
+from assets.profile import gaps_job, profile_job, profile_nightly_schedule
 from pipelines.jobs import collect_job, collector_schedule, dream_job
 from pipelines.sensors import dream_gate_sensor
 from resources import (
@@ -20,7 +21,7 @@ from resources import (
     StoreResource,
 )
 
-ASSET_MODULES = [collector, dream, dream_checks, gardener, lint]
+ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
@@ -50,8 +51,13 @@ executor = dg.multiprocess_executor.configured(
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
-    jobs=[collect_job, dream_job, garden_job, lint_job],
-    schedules=[collector_schedule, garden_nightly_schedule, lint_nightly_schedule],
+    jobs=[collect_job, dream_job, garden_job, lint_job, profile_job, gaps_job],
+    schedules=[
+        collector_schedule,
+        garden_nightly_schedule,
+        lint_nightly_schedule,
+        profile_nightly_schedule,
+    ],
     sensors=[dream_gate_sensor],
     resources=build_resources(),
     executor=executor,

@@ -1,14 +1,19 @@
 """`memvault demo`: a generated history, a fresh store, and memvault's jobs run on it.
 
 The jobs run one after the other, as a night would run them (``collect_job``,
-``dream_job``, ``garden_job``), each a named run in the Dagster instance the UI
-reads.
+``dream_job``, ``garden_job``, ``lint_job``, then ``gaps_job``), each a named run in the
+Dagster instance the UI reads. Then every day of the history gets its daily
+profile: the partitions start at the history's first day (recorded for the
+code location in ``$DAGSTER_HOME/memvault-profile.json``) and ``profile_job``
+runs over them in batches of days, so the assets' Partitions tab shows them all.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -17,6 +22,7 @@ import memvault
 from memvault.config import DEMO_STORE
 from memvault.demo.generator import DemoConfig, generate, write_jsonl
 from memvault.errors import MemvaultError
+from memvault.profile.settings import ProfileSettings, save_settings
 from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
 from pipelines.runner import (
@@ -29,7 +35,7 @@ from pipelines.runner import (
 from resources import CollectorSourcesResource
 
 #: The jobs of one night, in order.
-NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job")
+NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job", "gaps_job")
 
 
 def _is_demo_store(store: Store) -> bool:
@@ -85,6 +91,11 @@ def run_demo(
     )
 
     instance = persistent_instance()
+    # The profile's partitions begin on the history's first day, in the owner's timezone
+    # (MEMVAULT_PROFILE_START, when set, still wins); the UI reads the same file.
+    timezone = ProfileSettings.from_env().timezone
+    first_day = truth.start.replace(tzinfo=dt.UTC).astimezone(ZoneInfo(timezone)).date()
+    save_settings(first_day, timezone)
     sources = CollectorSourcesResource(inbox=str(inbox), claude_projects=None)
     assets: dict[str, Any] = {}
     checks: dict[str, bool] = {}
@@ -105,6 +116,17 @@ def run_demo(
         if not result.success:
             failed += [f"{job}: {line}" for line in failures(result)] or [f"{job}: failed"]
             break
+    profile: dict[str, Any] = {}
+    if not failed:
+        from pipelines.cli_profile import backfill_range
+
+        last_day = dt.datetime.now(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
+        with console.status("backfilling the daily profile (profile_job) ..."):
+            profile = backfill_range(
+                url, first_day, last_day, say=lambda m: console.print(f"note: {m}", markup=False)
+            )
+        failed += [f"profile_job: {line}" for line in profile["failures"]]
+        assets |= profile.pop("assets")
     success = not failed
     with memvault.open(url) as handle:
         after = handle.counts(COUNTED_TABLES)
@@ -132,4 +154,5 @@ def run_demo(
         "assets": assets,
         "checks": checks,
         "dagster_runs": runs,
+        "profile": profile,
     }

@@ -10,16 +10,19 @@ same settings.
 
 from __future__ import annotations
 
+import datetime as dt
+import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+import pipelines.definitions
 from memvault.config import masked_url
 from memvault.paths import data_file
-from pipelines.definitions import defs
+from memvault.profile.settings import ProfileSettings, day_range
 from pipelines.recovery import prepare_instance, process_tags
 from resources import GardenerResource, StoreResource
 
@@ -61,6 +64,25 @@ def run_config_for(
     }
 
 
+def definitions() -> dg.Definitions:
+    """The code location as the UI loads it now: rebuilt when the profile's partition start or
+    timezone changed since this process imported it (``memvault demo`` sets them)."""
+    import assets.profile
+
+    if ProfileSettings.from_env() != assets.profile.SETTINGS:
+        importlib.reload(assets.profile)
+        importlib.reload(pipelines.definitions)
+    return pipelines.definitions.defs
+
+
+def partition_range_tags(first: str, last: str) -> dict[str, str]:
+    """Tags that make one run cover the partitions ``first`` .. ``last`` (as a backfill does)."""
+    return {
+        "dagster/asset_partition_range_start": first,
+        "dagster/asset_partition_range_end": last,
+    }
+
+
 def run_job(
     job_name: str,
     store_url: str,
@@ -75,7 +97,7 @@ def run_job(
 
     First, runs a dead process left behind are closed and their store-pool slots freed,
     and a wait for a live run holding the store is announced (``say``)."""
-    job = defs.resolve_job_def(job_name)
+    job = definitions().resolve_job_def(job_name)
     if instance is not None:
         prepare_instance(instance, say or (lambda _: None))
     return job.execute_in_process(
@@ -84,6 +106,63 @@ def run_job(
         raise_on_error=False,
         tags={"memvault/started_by": "cli", **process_tags(), **(tags or {})},
     )
+
+
+def profile_batches(first: dt.date, last: dt.date) -> Iterator[tuple[str, str]]:
+    """The range cut into runs of at most ``MEMVAULT_PROFILE_BATCH_DAYS`` partitions, oldest
+    first (each run's first day reads the day before it, written by the previous run)."""
+    import assets.profile
+
+    keys = set(assets.profile.DAILY_PARTITIONS.get_partition_keys())
+    days = [d.isoformat() for d in day_range(first, last) if d.isoformat() in keys]
+    size = assets.profile.SETTINGS.batch_days
+    for i in range(0, len(days), size):
+        yield days[i], days[min(i + size, len(days)) - 1]
+
+
+def partition_keys(first: dt.date, last: dt.date) -> list[str]:
+    """The daily partitions between ``first`` and ``last`` (days outside the partitions left
+    out: before the start, or not yet complete)."""
+    return [key for batch in profile_batches(first, last) for key in _expand(*batch)]
+
+
+def _expand(first: str, last: str) -> list[str]:
+    return [
+        d.isoformat() for d in day_range(dt.date.fromisoformat(first), dt.date.fromisoformat(last))
+    ]
+
+
+def submit_backfill(
+    instance: dg.DagsterInstance, first: dt.date, last: dt.date, store_url: str
+) -> str:
+    """Submit a backfill of the profile's daily assets to the instance's daemon (as the UI's
+    "Materialize" over a range does); the daemon runs it in batches. Returns its id."""
+    from dagster._core.execution.backfill import PartitionBackfill
+    from dagster._core.utils import make_new_backfill_id
+
+    import assets.profile
+
+    keys = partition_keys(first, last)
+    if not keys:
+        from memvault.errors import MemvaultError
+
+        raise MemvaultError(f"no daily partition between {first} and {last}")
+    backfill_id = make_new_backfill_id()
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id=backfill_id,
+        asset_graph=definitions().resolve_asset_graph(),
+        partition_names=keys,
+        asset_selection=[asset.key for asset in assets.profile.PROFILE_ASSETS],
+        backfill_timestamp=dt.datetime.now(dt.UTC).timestamp(),
+        tags={"memvault/started_by": "cli"},
+        dynamic_partitions_store=instance,
+        all_partitions=False,
+        title=f"profile {keys[0]} .. {keys[-1]}",
+        description=f"memvault backfill on {masked_url(store_url)}",
+        run_config=run_config_for(store_url),
+    )
+    instance.add_backfill(backfill)
+    return backfill_id
 
 
 def materializations(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:

@@ -18,6 +18,7 @@ from memvault.judge.tasks import JudgeTask
 TASK_MODULES: dict[str, tuple[str, ...]] = {
     "memvault.judge.tasks": ("EXTRACT_MEMORY",),
     "memvault.dream.reflect": ("REFLECT",),
+    "memvault.profile.diary": ("DIARY",),
     "memvault.temporal.conflict_judge": ("RESOLVE_CONFLICT", "CONFIRM_CHANGE"),
     "memvault.lint.semantic": ("DETECT_CONTRADICTION",),
     "memvault.gardener.tasks": (

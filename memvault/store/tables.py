@@ -14,7 +14,18 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
     "review_queue": ("proposal",),
     "discovery_inbox": ("entity_ids",),
     "knowledge_gap": ("detail",),
-    "profile_daily": ("top_intents", "top_entities", "delta_vs_yesterday", "windows"),
+    "profile_daily": (
+        "top_intents",
+        "top_entities",
+        "delta_vs_yesterday",
+        "windows",
+        "activity",
+        "attention",
+        "mentioned",
+        "facts_learned",
+    ),
+    "interest_window": ("attention", "rising", "cooling"),
+    "diary": ("source",),
     "runs": ("params", "stats", "cursor"),
 }
 
@@ -35,6 +46,7 @@ AUDITED_TABLES: tuple[str, ...] = (
     "discovery_inbox",
     "knowledge_gap",
     "profile_daily",
+    "interest_window",
     "diary",
     "artifacts",
     "conflict_verdicts",

@@ -28,7 +28,12 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         result = runner.invoke(app, list(args), input=stdin)
         return result.exit_code, result.stdout, result.stderr
 
-    return run
+    yield run
+    # The demo moves the profile's first partition; later tests get the code location back.
+    monkeypatch.undo()
+    from pipelines.runner import definitions
+
+    definitions()
 
 
 def test_ingest_status_export_undo(cli, tmp_path: Path) -> None:
@@ -109,12 +114,31 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     assert set(summary["assets"]) == {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert summary["assets"]["dream_consolidate"]["supersedes"] >= 1
     # Each job of the night is a named run in the instance the UI reads.
-    assert set(summary["dagster_runs"]) == {"collect_job", "dream_job", "garden_job", "lint_job"}
+    assert set(summary["dagster_runs"]) == {
+        "collect_job",
+        "dream_job",
+        "garden_job",
+        "lint_job",
+        "gaps_job",
+    }
+    profile = summary["profile"]
     with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
-        for job, run_id in summary["dagster_runs"].items():
+        runs = [*summary["dagster_runs"].items(), *(("profile_job", r) for r in profile["runs"])]
+        for job, run_id in runs:
             run = instance.get_run_by_id(run_id)
             assert run is not None and run.job_name == job
             assert run.status == dg.DagsterRunStatus.SUCCESS
+        # Every day of the history is a materialized partition (the Partitions tab shows it).
+        for name in ("daily_snapshot", "interest_90d", "diary_page"):
+            days = instance.get_materialized_partitions(dg.AssetKey(name))
+            assert len(days) == profile["days"] == 20, name
+            assert min(days) == profile["first"]
+    code, out, _ = cli("profile", "--json", "--store", summary["store"])
+    assert code == 0 and json.loads(out)["day"] == profile["last"]
+    code, out, _ = cli("diary", profile["last"], "--store", summary["store"])
+    assert code == 0 and profile["last"] in out
+    code, out, _ = cli("gaps", "--json", "--store", summary["store"])
+    assert code == 0 and {g["kind"] for g in json.loads(out)} >= {"recall"}
     # Every track works on the demo store: the gardener too, and nothing touches the default.
     assert "demo.duckdb" in summary["assets"]["garden_report"]["resume_point"]
     assert not (tmp_path / ".memvault" / "memvault.duckdb").exists()

@@ -1,8 +1,10 @@
 """Execute a code-location job in a process of its own, as ``dagster job execute`` does.
 
-``python -m tests.dagster.launcher JOB STORE_URL [--reexecute-from-failure RUN_ID]`` runs
+``python -m tests.dagster.launcher JOB STORE_URL [--reexecute-from-failure RUN_ID |
+--partitions FIRST LAST]`` runs
 the job of ``pipelines.definitions`` (its multiprocess executor: one process per step)
-on the instance of ``DAGSTER_HOME`` and prints the run id. A fresh process per launch,
+on the instance of ``DAGSTER_HOME`` and prints the run id; ``--partitions`` makes the run
+cover a range of daily partitions, as one run of a backfill does. A fresh process per launch,
 like a run worker, so each run sees the environment it was started with.
 """
 
@@ -14,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 
-from pipelines.runner import run_config_for
+from pipelines.runner import partition_range_tags, run_config_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,8 +34,13 @@ def main(argv: list[str]) -> int:
                 job, instance=instance, reexecution_options=options, raise_on_error=False
             )
         else:
+            tags = partition_range_tags(argv[3], argv[4]) if argv[2:3] == ["--partitions"] else {}
             result = dg.execute_job(
-                job, instance=instance, run_config=run_config_for(store_url), raise_on_error=False
+                job,
+                instance=instance,
+                run_config=run_config_for(store_url),
+                tags=tags,
+                raise_on_error=False,
             )
     print(result.run_id)
     return 0

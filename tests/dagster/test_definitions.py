@@ -29,6 +29,12 @@ EXPECTED_GRAPH = {
     "lint_semantic": {"group": "lint", "deps": {"lint_grounding"}},
     "lint_confirm": {"group": "lint", "deps": {"lint_semantic"}},
     "review_queue": {"group": "review", "deps": {"lint_confirm"}},
+    "daily_snapshot": {"group": "profile", "deps": {"collected_sessions", "daily_snapshot"}},
+    "interest_7d": {"group": "profile", "deps": {"daily_snapshot"}},
+    "interest_30d": {"group": "profile", "deps": {"daily_snapshot"}},
+    "interest_90d": {"group": "profile", "deps": {"daily_snapshot"}},
+    "diary_page": {"group": "profile", "deps": {"daily_snapshot", "interest_7d"}},
+    "knowledge_gaps": {"group": "profile", "deps": {"dream_signal"}},
 }
 
 
@@ -48,7 +54,7 @@ def test_asset_graph_snapshot() -> None:
     assert actual == EXPECTED_GRAPH
 
 
-JOBS = ("collect_job", "dream_job", "garden_job", "lint_job")
+JOBS = ("collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job")
 
 
 def test_every_step_that_opens_the_store_shares_one_pool() -> None:
@@ -93,4 +99,6 @@ def test_checks_and_schedules() -> None:
     nightly = defs.resolve_schedule_def("garden_nightly")
     assert nightly.job_name == "garden_job" and nightly.cron_schedule == "45 3 * * *"
     lint = defs.resolve_schedule_def("lint_nightly")
-    assert lint.job_name == "lint_job" and lint.cron_schedule == "30 4 * * *"
+    assert lint.job_name == "lint_job" and lint.cron_schedule == "15 4 * * *"
+    profile = defs.resolve_schedule_def("profile_nightly")
+    assert profile.job_name == "profile_job" and profile.cron_schedule == "30 4 * * *"

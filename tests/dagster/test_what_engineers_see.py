@@ -28,12 +28,14 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.dream_checks
     import assets.gardener
     import assets.lint
+    import assets.profile
     import pipelines.definitions
 
     for module in (assets.common, assets.collector, assets.dream, assets.dream_checks):
         importlib.reload(module)
     importlib.reload(assets.gardener)
     importlib.reload(assets.lint)
+    importlib.reload(assets.profile)
     return importlib.reload(pipelines.definitions).defs
 
 
@@ -57,11 +59,11 @@ def test_descriptions_owners_and_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     for check in graph.asset_check_keys:
         text = graph.get_check_spec(check).description or ""
         assert len(text) > 30 and not CLAUSE.search(text), (check, text)
-    for name in ("collect_job", "dream_job", "garden_job", "lint_job"):
+    for name in ("collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job"):
         assert not CLAUSE.search(defs.resolve_job_def(name).description or ""), name
     sensor = defs.resolve_sensor_def("dream_gate_sensor")
     assert not CLAUSE.search(sensor.description or "")
-    for schedule in ("collector_daily", "garden_nightly", "lint_nightly"):
+    for schedule in ("collector_daily", "garden_nightly", "lint_nightly", "profile_nightly"):
         assert not CLAUSE.search(defs.resolve_schedule_def(schedule).description or "")
 
 
@@ -75,6 +77,7 @@ def test_kinds_follow_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
     assert "openai" in kinds["dream_consolidate"] and "openai" in kinds["dream_reflect"]
     assert "openai" not in kinds["dream_signal"] and "openai" not in kinds["garden_decay"]
+    assert "openai" in kinds["diary_page"] and "openai" not in kinds["daily_snapshot"]
     assert all("postgres" in k and "duckdb" not in k for k in kinds.values())
 
 

@@ -3,7 +3,9 @@
 The collector and the gardener are launched from the "launchpad" (the
 webserver's GraphQL API, the queued run coordinator, the daemon, a run worker,
 the multiprocess executor); the dream is started by the daemon from
-``dream_gate_sensor`` once the collector has reported enough sessions.
+``dream_gate_sensor`` once the collector has reported enough sessions; the
+daily profile is backfilled as the Partitions tab does it (the daemon's
+backfill loop).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,8 +45,11 @@ def _graphql(port: int, query: str) -> dict:
         data=json.dumps({"query": query}).encode(),
         headers={"content-type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)["data"]
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)["data"]
+    except urllib.error.HTTPError as error:  # the server's own words, not just "500"
+        raise AssertionError(f"GraphQL {error.code}: {error.read()[:2000]!r}") from None
 
 
 class UI:
@@ -77,6 +83,7 @@ def ui(tmp_path: Path) -> Iterator[UI]:
         "MEMVAULT_CLAUDE_PROJECTS": "none",
         "MEMVAULT_INBOX": str(tmp_path / "inbox"),
         "MEMVAULT_DREAM_SENSOR_INTERVAL": "5",
+        "MEMVAULT_PROFILE_BATCH_DAYS": "8",
     }
     for name in ("DAGSTER_HOME", "MEMVAULT_LLM_BASE_URL"):
         env.pop(name, None)
@@ -110,7 +117,9 @@ def ui(tmp_path: Path) -> Iterator[UI]:
         log.close()
 
 
-def test_the_ui_serves_the_asset_graph_and_runs_a_night(ui: UI, tmp_path: Path) -> None:
+def test_the_ui_serves_the_asset_graph_runs_a_night_and_backfills_the_profile(
+    ui: UI, tmp_path: Path
+) -> None:
     nodes = _graphql(ui.port, "{ assetNodes { assetKey { path } } }")["assetNodes"]
     keys = sorted("/".join(n["assetKey"]["path"]) for n in nodes)
     graph = defs.resolve_asset_graph()
@@ -147,3 +156,61 @@ def test_the_ui_serves_the_asset_graph_and_runs_a_night(ui: UI, tmp_path: Path) 
         report = instance.get_latest_materialization_event(dg.AssetKey("garden_report"))
         assert report is not None
         assert report.asset_materialization.metadata["outcome"].value == "succeeded"  # type: ignore[union-attr]
+    _backfill_the_profile(ui)
+
+
+DAILY = ("daily_snapshot", "interest_7d", "interest_30d", "interest_90d", "diary_page")
+
+LAUNCH_BACKFILL = """
+mutation {
+  launchPartitionBackfill(backfillParams: {
+    partitionNames: [%s], assetSelection: [%s], title: "profile backfill"
+  }) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+  }
+}
+"""
+
+
+def _backfill_the_profile(ui: UI) -> None:
+    """The Partitions tab's "Materialize" over the last eight days: GraphQL, the daemon's
+    backfill loop, one run per batch of days (MEMVAULT_PROFILE_BATCH_DAYS=8) for each step of
+    the chain, every step in the store pool: no lock failure on the DuckDB file."""
+    from dagster._core.execution.backfill import BulkActionStatus
+
+    from assets.profile import DAILY_PARTITIONS
+
+    days = DAILY_PARTITIONS.get_partition_keys()[-8:]  # the newest: no later window to refresh
+    query = LAUNCH_BACKFILL % (
+        ", ".join(json.dumps(d) for d in days),
+        ", ".join(f'{{path: ["{name}"]}}' for name in DAILY),
+    )
+    launched = _graphql(ui.port, query)["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    backfill_id = launched["backfillId"]
+    deadline = time.monotonic() + 500
+    with dg.DagsterInstance.from_config(str(ui.home)) as instance:
+        while True:
+            backfill = instance.get_backfill(backfill_id)
+            assert backfill is not None
+            if backfill.status != BulkActionStatus.REQUESTED:
+                break
+            assert time.monotonic() < deadline, "the backfill did not finish"
+            time.sleep(3)
+        assert backfill.status == BulkActionStatus.COMPLETED_SUCCESS, backfill.status
+        runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+        assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+        # Each run covers the whole batch of days, not one day.
+        ranges = {
+            (
+                r.tags["dagster/asset_partition_range_start"],
+                r.tags["dagster/asset_partition_range_end"],
+            )
+            for r in runs
+        }
+        assert ranges == {(days[0], days[-1])}, ranges
+        assert len(runs) <= 3  # the snapshot, then the windows, then the diary
+        for name in DAILY:
+            assert set(instance.get_materialized_partitions(dg.AssetKey(name))) == set(days), name

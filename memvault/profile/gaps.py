@@ -1,0 +1,305 @@
+"""Knowledge gaps (G1–G3): what the owner is missing, recorded and never filled by invention.
+
+Two rules open a gap; the dream's reflect stage writes into the same table with
+the same ids for recall gaps, so both paths meet in one row per gap:
+
+* **recall** — the same query signature (intent plus the sorted entity ids)
+  failing twice or more (verdict ``INCORRECT``). Once is not a gap.
+* **structural** — neighbour-visit bias inside a Leiden community: the owner
+  talks often about A (their own turns and recall queries, in distinct
+  sessions) but never about B, though B sits next to A (a connected edge) in
+  the same community. The graph says B belongs to what the owner works on; the
+  owner's attention says it is never visited. This reads the graph's structure,
+  not what other people did (no collaborative filtering).
+
+A gap is never filled automatically. It becomes ``answered`` when the data
+shows an answer — a later recall of the signature judged ``CORRECT``, or the
+owner talking about B — and stays in the table with ``answered_at``. Every
+change goes through the audited write path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from memvault.dream.reflect import _stable_id
+from memvault.normalize import utcnow
+from memvault.store import Store
+
+#: The owner talks about A "often": in at least this many distinct sessions.
+MIN_VISITS = 5
+#: Structural gaps opened per run at most (the strongest first).
+MAX_STRUCTURAL = 20
+
+OWNER_VISITS_SQL = """
+-- Distinct sessions in which the owner named each entity: their own turns, their recalls.
+SELECT entity_id, count(DISTINCT session_id) AS visits FROM (
+    SELECT m.entity_id, COALESCE(m.session_id, b.session_id) AS session_id
+    FROM mentions m JOIN blocks b ON b.id = m.block_id
+    WHERE b.role = 'user'
+) owner GROUP BY entity_id
+"""
+
+NEIGHBOURS_SQL = """
+-- Connected edges whose two ends are active and in the same Leiden community.
+SELECT g.source_id, g.target_id, g.composite_weight AS weight, a.community
+FROM edges g
+JOIN communities a ON a.entity_id = g.source_id
+JOIN communities b ON b.entity_id = g.target_id AND b.community = a.community
+JOIN entities s ON s.id = g.source_id AND s.status = 'active'
+JOIN entities t ON t.id = g.target_id AND t.status = 'active'
+WHERE g.status = 'connected'
+"""
+
+
+def gap_id(kind: str, signature: str) -> str:
+    """The id the dream's reflect stage gives the same gap (one row per gap, whoever finds it)."""
+    return _stable_id("gap", kind, signature)
+
+
+@dataclass
+class GapReport:
+    opened: int = 0
+    updated: int = 0
+    answered: int = 0
+    open_by_kind: dict[str, int] = field(default_factory=dict)
+    answered_total: int = 0
+    candidates: dict[str, int] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "rows"}
+
+
+def _recalls(store: Store) -> pl.DataFrame:
+    log = store.fetch_df("SELECT intent_label, entities, verdict, created_at FROM recall_log")
+    if log.is_empty():
+        return pl.DataFrame(
+            schema={
+                "signature": pl.Utf8,
+                "intent_label": pl.Utf8,
+                "ents": pl.List(pl.Utf8),
+                "verdict": pl.Utf8,
+                "created_at": pl.Datetime("us"),
+            }
+        )
+    return log.with_columns(
+        pl.col("entities").str.json_decode(pl.List(pl.Utf8)).list.sort().alias("ents")
+    ).with_columns(
+        (pl.col("intent_label").fill_null("-") + "|" + pl.col("ents").list.join(",")).alias(
+            "signature"
+        )
+    )
+
+
+def recall_gaps(store: Store, min_fails: int = 2) -> list[dict[str, Any]]:
+    """Signatures failing ``min_fails`` times or more, each with whether it was answered since."""
+    log = _recalls(store)
+    fails = (
+        log.filter(pl.col("verdict") == "INCORRECT")
+        .group_by("signature")
+        .agg(
+            pl.col("intent_label").first(),
+            pl.col("ents").first(),
+            pl.len().alias("fail_count"),
+            pl.col("created_at").min().alias("first_fail_at"),
+            pl.col("created_at").max().alias("last_fail_at"),
+        )
+        .filter(pl.col("fail_count") >= min_fails)
+    )
+    correct = log.filter(pl.col("verdict") == "CORRECT").select("signature", "created_at")
+    answered = (
+        fails.select("signature", "last_fail_at")
+        .join(correct, on="signature")
+        .filter(pl.col("created_at") > pl.col("last_fail_at"))
+        .group_by("signature")
+        .agg(pl.col("created_at").min().alias("answered_at"))
+    )
+    out = fails.join(answered, on="signature", how="left").sort("signature")
+    return [
+        {
+            "signature": r["signature"],
+            "kind": "recall",
+            "fail_count": int(r["fail_count"]),
+            "first_fail_at": r["first_fail_at"],
+            "last_fail_at": r["last_fail_at"],
+            "answered_at": r["answered_at"],
+            "detail": {
+                "rule": "recall_failed_twice",
+                "intent": r["intent_label"],
+                "entities": r["ents"],
+                "reason": f"this recall failed {r['fail_count']} times",
+            },
+        }
+        for r in out.iter_rows(named=True)
+    ]
+
+
+def structural_gaps(
+    store: Store, *, min_visits: int = MIN_VISITS, limit: int = MAX_STRUCTURAL
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """Entities next to a much-visited one in its community, never visited by the owner.
+
+    Returns the gaps (strongest first, at most ``limit``) and the entities the owner does
+    talk about (a structural gap on one of them is answered)."""
+    visits = dict(store.fetch(OWNER_VISITS_SQL))
+    visited = {str(k) for k, v in visits.items() if int(v) > 0}
+    edges = store.fetch_df(NEIGHBOURS_SQL)
+    if edges.is_empty():
+        return [], visited
+    both = pl.concat(
+        [
+            edges.select(a="source_id", b="target_id", weight="weight", community="community"),
+            edges.select(a="target_id", b="source_id", weight="weight", community="community"),
+        ]
+    )
+    frame = both.with_columns(
+        a_visits=pl.col("a").replace_strict(visits, default=0, return_dtype=pl.Int64),
+        b_visits=pl.col("b").replace_strict(visits, default=0, return_dtype=pl.Int64),
+    ).filter((pl.col("a_visits") >= min_visits) & (pl.col("b_visits") == 0))
+    if frame.is_empty():
+        return [], visited
+    names = {str(i): str(n) for i, n in store.fetch("SELECT id, name FROM entities")}
+    grouped = (
+        frame.with_columns(score=pl.col("a_visits") * pl.col("weight"))
+        .sort(["score", "a"], descending=[True, False])
+        .group_by("b", maintain_order=True)
+        .agg(
+            pl.col("score").sum(),
+            pl.col("community").first(),
+            pl.col("a").head(3).alias("next_to"),
+            pl.col("a_visits").head(3).alias("next_to_visits"),
+        )
+        .sort(["score", "b"], descending=[True, False])
+        .head(limit)
+    )
+    gaps = []
+    for r in grouped.iter_rows(named=True):
+        near = [names.get(a, a) for a in r["next_to"]]
+        gaps.append(
+            {
+                "signature": f"entity:{r['b']}",
+                "kind": "structural",
+                "fail_count": 0,
+                "first_fail_at": None,
+                "last_fail_at": None,
+                "answered_at": None,
+                "detail": {
+                    "rule": "neighbour_visit_bias",
+                    "entity_id": r["b"],
+                    "entity": names.get(r["b"], r["b"]),
+                    "community": int(r["community"]),
+                    "next_to": near,
+                    "next_to_visits": [int(v) for v in r["next_to_visits"]],
+                    "score": round(float(r["score"]), 4),
+                    "reason": f"you often talk about {', '.join(near)} but never about "
+                    f"{names.get(r['b'], r['b'])}, which sits next to them in the same cluster",
+                },
+            }
+        )
+    return gaps, visited
+
+
+def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> GapReport:
+    """Open new gaps, update fail counts, mark answered the ones the data answers."""
+    report = GapReport()
+    now = utcnow()
+    recall = recall_gaps(store)
+    structural, visited = structural_gaps(store, min_visits=min_visits)
+    report.candidates = {"recall": len(recall), "structural": len(structural)}
+    existing = {
+        r["id"]: r
+        for r in store.fetch_df(
+            "SELECT id, kind, query_signature, fail_count, last_fail_at, status, detail "
+            "FROM knowledge_gap"
+        ).iter_rows(named=True)
+    }
+    inserts: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    answers: list[dict[str, Any]] = []
+    for gap in recall + structural:
+        gid = gap_id(gap["kind"], gap["signature"])
+        old = existing.get(gid)
+        if old is None:
+            answered = gap["answered_at"] is not None
+            inserts.append(
+                {
+                    "id": gid,
+                    "query_signature": gap["signature"],
+                    "kind": gap["kind"],
+                    "fail_count": gap["fail_count"],
+                    "first_fail_at": gap["first_fail_at"] or now,
+                    "last_fail_at": gap["last_fail_at"] or now,
+                    "status": "answered" if answered else "open",
+                    "answered_at": gap["answered_at"],
+                    "detail": json.dumps(gap["detail"] | {"run_id": run_id}, sort_keys=True),
+                }
+            )
+            continue
+        if gap["kind"] == "recall" and int(old["fail_count"] or 0) != gap["fail_count"]:
+            updates.append(
+                {"id": gid, "fail_count": gap["fail_count"], "last_fail_at": gap["last_fail_at"]}
+            )
+        if old["status"] == "open" and gap["answered_at"] is not None:
+            answers.append({"id": gid, "status": "answered", "answered_at": gap["answered_at"]})
+    # An open structural gap whose entity the owner now talks about is answered.
+    for gid, old in existing.items():
+        if old["kind"] != "structural" or old["status"] != "open":
+            continue
+        detail = json.loads(old["detail"] or "{}")
+        if detail.get("rule") == "neighbour_visit_bias" and detail.get("entity_id") in visited:
+            answers.append({"id": gid, "status": "answered", "answered_at": now})
+    with store.mutation(run_id, "knowledge_gaps") as m:
+        if inserts:
+            frame = pl.DataFrame(
+                inserts,
+                schema_overrides={
+                    "first_fail_at": pl.Datetime("us"),
+                    "last_fail_at": pl.Datetime("us"),
+                    "answered_at": pl.Datetime("us"),
+                },
+            )
+            report.opened = len(
+                m.insert("knowledge_gap", frame, action="gap-open", reason="knowledge gaps")
+            )
+        if updates:
+            report.updated = m.update_many(
+                "knowledge_gap",
+                pl.DataFrame(updates),
+                action="update",
+                reason="more recall failures",
+            )
+        if answers:
+            report.answered = m.update_many(
+                "knowledge_gap",
+                pl.DataFrame(answers, schema_overrides={"answered_at": pl.Datetime("us")}),
+                action="gap-answered",
+                reason="the data now answers it (nothing was filled in)",
+            )
+    report.rows = list_gaps(store)
+    for row in report.rows:
+        if row["status"] == "open":
+            report.open_by_kind[row["kind"]] = report.open_by_kind.get(row["kind"], 0) + 1
+        elif row["status"] == "answered":
+            report.answered_total += 1
+    return report
+
+
+def list_gaps(store: Store, status: str | None = None) -> list[dict[str, Any]]:
+    """Every gap (or those with ``status``), open first, then by kind and strength."""
+    rows = store.fetch_df(
+        "SELECT id, kind, query_signature, fail_count, first_fail_at, last_fail_at, status, "
+        "answered_at, detail FROM knowledge_gap"
+        + (" WHERE status = :s" if status else "")
+        + " ORDER BY CASE status WHEN 'open' THEN 0 ELSE 1 END, kind, fail_count DESC, id",
+        {"s": status} if status else None,
+    )
+    out = []
+    for row in rows.iter_rows(named=True):
+        row["detail"] = json.loads(row["detail"] or "{}")
+        out.append(row)
+    return out
