@@ -11,7 +11,6 @@ judge writes an honest statistical reflection and labels it as such.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,9 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.dream.orient import OrientStats, last_dream
 from memvault.errors import JudgeError
+from memvault.ids import stable_id
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
+from memvault.profile.gaps import gap_id, recall_gaps
 from memvault.store import Store
 
 STATISTICAL_LABEL = "[statistical reflection: heuristic judge, no LLM]"
@@ -170,40 +171,18 @@ REFLECT: JudgeTask[StatisticsSnapshot, ReflectionReply] = JudgeTask(
 
 
 def recall_failures(store: Store, min_fails: int = 2) -> list[RecallFailure]:
-    """Signatures (intent | sorted entity ids) with at least ``min_fails`` INCORRECT verdicts."""
-    log = store.fetch_df(
-        "SELECT intent_label, entities, created_at FROM recall_log WHERE verdict = 'INCORRECT'"
-    )
-    if log.is_empty():
-        return []
-    grouped = (
-        log.with_columns(
-            pl.col("entities").str.json_decode(pl.List(pl.Utf8)).list.sort().alias("ents")
-        )
-        .with_columns(
-            (pl.col("intent_label").fill_null("-") + "|" + pl.col("ents").list.join(",")).alias(
-                "signature"
-            )
-        )
-        .group_by("signature")
-        .agg(
-            pl.col("intent_label").first(),
-            pl.col("ents").first(),
-            pl.len().alias("fail_count"),
-            pl.col("created_at").max().alias("last_fail_at"),
-        )
-        .filter(pl.col("fail_count") >= min_fails)
-        .sort(["fail_count", "signature"], descending=[True, False])
-    )
+    """Signatures (intent | sorted entity ids) with at least ``min_fails`` INCORRECT verdicts,
+    by the knowledge-gap rule (:func:`memvault.profile.gaps.recall_gaps`), most failing first."""
+    gaps = sorted(recall_gaps(store, min_fails), key=lambda g: (-g["fail_count"], g["signature"]))
     return [
         RecallFailure(
-            signature=r["signature"],
-            intent_label=r["intent_label"],
-            entities=r["ents"],
-            fail_count=r["fail_count"],
-            last_fail_at=r["last_fail_at"],
+            signature=g["signature"],
+            intent_label=g["detail"]["intent"],
+            entities=g["detail"]["entities"],
+            fail_count=g["fail_count"],
+            last_fail_at=g["last_fail_at"],
         )
-        for r in grouped.iter_rows(named=True)
+        for g in gaps
     ]
 
 
@@ -266,13 +245,9 @@ def dreamed_before(store: Store) -> bool:
     return last_dream(store)[0] is not None
 
 
-def _stable_id(prefix: str, *parts: str) -> str:
-    return f"{prefix}:" + hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
-
-
 def insight_id(insight: InsightItem) -> str:
     """Keyed by the insight's text and the evidence (entities) it rests on, never by the run."""
-    return _stable_id("insight", insight.text.strip(), *sorted(set(insight.entities)))
+    return stable_id("insight", insight.text.strip(), *sorted(set(insight.entities)))
 
 
 def reflect(
@@ -332,13 +307,13 @@ def reflect(
         count = fail.fail_count if fail else 0
         last = fail.last_fail_at if fail else None
         if gap.signature in existing:
-            gap_id, old_count = existing[gap.signature]
+            row_id, old_count = existing[gap.signature]
             if count and count != old_count:
-                changed.append({"id": gap_id, "fail_count": count, "last_fail_at": last})
+                changed.append({"id": row_id, "fail_count": count, "last_fail_at": last})
             continue
         new_gaps.append(
             {
-                "id": _stable_id("gap", gap.kind, gap.signature),
+                "id": gap_id(gap.kind, gap.signature),
                 "query_signature": gap.signature,
                 "kind": gap.kind,
                 "fail_count": count,

@@ -6,18 +6,23 @@ definitions got wrong.
 * ``volatile_predicate`` — a predicate declared stable whose value changes for many of its
   subjects (the definition should say volatile, or the data is wrong);
 * ``stale_entity`` — an active entity whose facts are all retired and that nothing
-  mentions: proposed for archiving (the dream archives only entities with no fact at all).
+  mentions: proposed for archiving (the dream archives only entities with no fact at all);
+* ``attention_divergence`` — a stated preference naming something the owner has not
+  attended to for 30 days (the latest profiled day; :mod:`memvault.profile.stated`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+
 import polars as pl
 
 from memvault.lint.findings import Finding, LintReport
+from memvault.profile.stated import WINDOW, divergences
 from memvault.store import Store
 from memvault.temporal.grounding import Grounding, grounding_violations
 
-RULES = ("grounding", "volatile_predicate", "stale_entity")
+RULES = ("grounding", "volatile_predicate", "stale_entity", "attention_divergence")
 #: A stable predicate whose subjects change their value this often is reported.
 CHANGE_RATE = 0.3
 MIN_SUBJECTS = 3
@@ -90,4 +95,21 @@ def lint_grounding(store: Store, grounding: Grounding | None = None) -> LintRepo
                 evidence={"name": r["name"], "proposal": "archive"}, severity="info")
         for r in stale.iter_rows(named=True)
     ]  # fmt: skip
+    report.findings += attention_divergences(store)
     return report
+
+
+def attention_divergences(store: Store) -> list[Finding]:
+    """The latest profiled day's attitudes that name something the owner has not attended to
+    for a whole window (see :mod:`memvault.profile.stated`)."""
+    [(latest,)] = store.fetch("SELECT max(day) FROM profile_daily")
+    if latest is None:
+        return []
+    day = latest if isinstance(latest, dt.date) else dt.date.fromisoformat(str(latest))
+    return [
+        Finding(layer="L2", rule="attention_divergence", subject=d.attitude_id,
+                evidence={"statement": d.statement, "entity": d.entity_name,
+                          "day": d.day.isoformat(), "window_days": WINDOW},
+                severity="info")
+        for d in divergences(store, [day])[day]
+    ]  # fmt: skip

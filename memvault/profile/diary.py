@@ -21,6 +21,7 @@ from memvault.errors import JudgeError
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
+from memvault.profile.stated import divergences
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
 
@@ -49,6 +50,11 @@ class DiaryRequest(BaseModel):
     rose: list[str] = Field(description="Entities that entered the top list since yesterday")
     cooled: list[str] = Field(description="Entities that left the top list since yesterday")
     facts_learned: list[str]
+    stated_not_attended: list[str] = Field(
+        default_factory=list,
+        description="Things the owner said matter (their attitudes) that got no attention in "
+        "the last 30 days",
+    )
 
 
 class DiaryPage(BaseModel):
@@ -58,7 +64,8 @@ class DiaryPage(BaseModel):
     text: str = Field(
         min_length=1,
         description="The page: what the owner thought about most, the people and things "
-        "mentioned, what rose and cooled since yesterday; second person, under 200 words, "
+        "mentioned, what rose and cooled since yesterday, what they said matters but did not "
+        "attend to; second person, under 200 words, "
         "only what the data says",
     )
 
@@ -91,6 +98,8 @@ def template_page(request: DiaryRequest) -> DiaryPage:
         lines.append(f"Out of focus since yesterday: {_names(request.cooled[:5])}.")
     if request.facts_learned:
         lines.append(f"Learned: {'; '.join(request.facts_learned[:5])}.")
+    if request.stated_not_attended:
+        lines.append(f"Said but not attended to: {'; '.join(request.stated_not_attended[:3])}.")
     return DiaryPage(title=f"{request.weekday} {request.day}", text="\n".join(lines))
 
 
@@ -103,8 +112,11 @@ DIARY: JudgeTask[DiaryRequest, DiaryPage] = JudgeTask(
 )
 
 
-def diary_request(snapshot: dict[str, Any]) -> DiaryRequest:
-    """The request for one stored ``profile_daily`` row (JSON columns as text)."""
+def diary_request(
+    snapshot: dict[str, Any], stated_not_attended: list[str] | None = None
+) -> DiaryRequest:
+    """The request for one stored ``profile_daily`` row (JSON columns as text), with the
+    day's divergences between stated preferences and attention."""
 
     def load(name: str, default: str) -> Any:
         return json.loads(snapshot.get(name) or default)
@@ -134,6 +146,7 @@ def diary_request(snapshot: dict[str, Any]) -> DiaryRequest:
         facts_learned=[
             f"{f['subject']} {f['predicate']} {f['object']}" for f in load("facts_learned", "[]")
         ],
+        stated_not_attended=stated_not_attended or [],
     )
 
 
@@ -167,8 +180,13 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
             {"ids": [f"diary:{d}" for d in snapshots["day"].to_list()] or [""]},
         )
     }
-    for snap in snapshots.iter_rows(named=True):
-        request = diary_request(snap)
+    days = [
+        d if isinstance(d, dt.date) else dt.date.fromisoformat(str(d))
+        for d in snapshots["day"].to_list()
+    ]
+    diverging = divergences(store, days)
+    for day, snap in zip(days, snapshots.iter_rows(named=True), strict=True):
+        request = diary_request(snap, [d.describe() for d in diverging[day]])
         source = json.dumps(request.model_dump(), sort_keys=True, ensure_ascii=False)
         before = stored.get(f"diary:{request.day}")
         if is_empty(request):

@@ -1,7 +1,8 @@
 """Knowledge gaps (G1–G3): what the owner is missing, recorded and never filled by invention.
 
-Two rules open a gap; the dream's reflect stage writes into the same table with
-the same ids for recall gaps, so both paths meet in one row per gap:
+Two rules open a gap; the dream's reflect stage reads the recall rule from here
+(:func:`recall_gaps`) and writes into the same table with the same ids, so both
+paths meet in one row per gap:
 
 * **recall** — the same query signature (intent plus the sorted entity ids)
   failing twice or more (verdict ``INCORRECT``). Once is not a gap.
@@ -26,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from memvault.dream.reflect import _stable_id
+from memvault.ids import stable_id
 from memvault.normalize import utcnow
 from memvault.store import Store
 
@@ -58,7 +59,7 @@ WHERE g.status = 'connected'
 
 def gap_id(kind: str, signature: str) -> str:
     """The id the dream's reflect stage gives the same gap (one row per gap, whoever finds it)."""
-    return _stable_id("gap", kind, signature)
+    return stable_id("gap", kind, signature)
 
 
 @dataclass
@@ -303,3 +304,20 @@ def list_gaps(store: Store, status: str | None = None) -> list[dict[str, Any]]:
         row["detail"] = json.loads(row["detail"] or "{}")
         out.append(row)
     return out
+
+
+def gap_for(store: Store, signature: str) -> dict[str, Any] | None:
+    """The gap recorded for a query signature (``intent|sorted entity ids``), open or answered:
+    what a read path tells the caller who asks about that signature again (nothing is filled
+    in; the caller learns that this question failed before)."""
+    rows = store.fetch_df(
+        "SELECT id, kind, query_signature, fail_count, first_fail_at, last_fail_at, status, "
+        "answered_at, detail FROM knowledge_gap WHERE query_signature = :s "
+        "ORDER BY CASE status WHEN 'open' THEN 0 ELSE 1 END, id LIMIT 1",
+        {"s": signature},
+    )
+    if rows.is_empty():
+        return None
+    row = rows.row(0, named=True)
+    row["detail"] = json.loads(row["detail"] or "{}")
+    return row

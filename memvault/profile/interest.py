@@ -29,7 +29,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _attention_frame(
+def attention_frame(
     store: Store, first: dt.date, last: dt.date
 ) -> tuple[pl.DataFrame, set[dt.date]]:
     """(day, entity_id, n) from the snapshots of [first, last], and the days that have one."""
@@ -56,7 +56,7 @@ def compute_interest(
     if not days:
         return pl.DataFrame()
     first, last = min(days), max(days)
-    frame, covered = _attention_frame(store, first - dt.timedelta(days=2 * window - 1), last)
+    frame, covered = attention_frame(store, first - dt.timedelta(days=2 * window - 1), last)
     names = {
         str(i): (str(n), str(t))
         for i, n, t in store.fetch("SELECT id, name, entity_type FROM entities")

@@ -23,7 +23,7 @@ from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.profile import ProfileSettings, compute_snapshots, day_range, write_snapshots
 from memvault.profile.diary import TEMPLATE_LABEL, DiaryPage, write_diary
-from memvault.profile.gaps import gap_id, list_gaps, refresh_gaps
+from memvault.profile.gaps import gap_for, gap_id, list_gaps, refresh_gaps
 from memvault.profile.snapshot import CONTENT, read_snapshots
 from memvault.store import Store
 
@@ -230,6 +230,10 @@ def test_recall_gaps_open_on_the_second_failure_and_stay_recorded_once_answered(
     assert report.opened == 2 and report.open_by_kind == {"recall": 2}
     gap = next(g for g in list_gaps(store) if g["query_signature"] == "lookup|alpha")
     assert gap["id"] == gap_id("recall", "lookup|alpha") and gap["fail_count"] == 2
+    # The next caller asking about that signature is told it failed before; a new one is not.
+    served = gap_for(store, "lookup|alpha")
+    assert served is not None and (served["status"], served["fail_count"]) == ("open", 2)
+    assert gap_for(store, "lookup|nothing") is None
     assert refresh_gaps(store, "gaps-3").as_dict()["opened"] == 0  # nothing new, nothing written
     assert store.fetch("SELECT count(*) FROM audit_log WHERE run_id = 'gaps-3'") == [(0,)]
     s.recall(6, "lookup", "alpha", "CORRECT")
@@ -238,6 +242,7 @@ def test_recall_gaps_open_on_the_second_failure_and_stay_recorded_once_answered(
     assert answered.answered == 1 and answered.open_by_kind == {"recall": 1}
     rows = {g["query_signature"]: g for g in list_gaps(store)}
     assert rows["lookup|alpha"]["status"] == "answered"
+    assert gap_for(store, "lookup|alpha")["status"] == "answered"  # type: ignore[index]
     assert rows["lookup|alpha"]["answered_at"] == dt.datetime(2026, 5, 6, 11)
     assert rows["lookup|beta"]["status"] == "open" and rows["lookup|beta"]["fail_count"] == 2
     # Nothing was filled in: no memory or fact was written by the gap stage.

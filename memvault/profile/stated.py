@@ -1,0 +1,106 @@
+"""Attention against stated preference: what the owner says matters, and has not looked at.
+
+An attitude (a stated preference or principle) that names an entity, held since before a
+30-day window, while the owner's daily snapshots show no mention of that entity in the
+whole window, is a divergence: the owner says it matters, their attention says otherwise.
+It is shown on the diary page of that day and reported by the lint (rule
+``attention_divergence``). It is a finding for the owner to look at, never a change: the
+attitude stays as it is.
+
+An entity is named by an attitude when its name (three characters or more) appears in the
+statement as whole words, case and punctuation aside. Days whose window is not fully
+covered by snapshots (the start of the history) have no findings: absence of attention
+before the history began is not evidence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from memvault.profile.interest import attention_frame
+from memvault.store import Store
+
+WINDOW = 30
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def _words(text: str) -> str:
+    return f" {_NON_WORD.sub(' ', text.lower()).strip()} "
+
+
+@dataclass(frozen=True)
+class Divergence:
+    day: dt.date
+    attitude_id: str
+    statement: str
+    entity_id: str
+    entity_name: str
+
+    def describe(self) -> str:
+        return (
+            f'you said "{self.statement}", but {self.entity_name} got no attention in the '
+            f"last {WINDOW} days"
+        )
+
+
+def named_entities(store: Store) -> dict[str, list[tuple[str, str]]]:
+    """Attitude id → the active entities (id, name) its statement names."""
+    attitudes = store.fetch("SELECT id, statement FROM attitudes")
+    if not attitudes:
+        return {}
+    entities = [
+        (eid, name, _words(name))
+        for eid, name in store.fetch("SELECT id, name FROM entities WHERE status = 'active'")
+        if len(_words(name).strip()) >= 3
+    ]
+    out: dict[str, list[tuple[str, str]]] = {}
+    for attitude_id, statement in attitudes:
+        text = _words(statement)
+        hits = [(eid, name) for eid, name, words in entities if words in text]
+        if hits:
+            out[attitude_id] = hits
+    return out
+
+
+def divergences(store: Store, days: list[dt.date]) -> dict[dt.date, list[Divergence]]:
+    """For each day: the attitudes current at its end, held for the whole window before it,
+    naming an entity nobody mentioned in that window."""
+    found: dict[dt.date, list[Divergence]] = {day: [] for day in days}
+    named = named_entities(store) if days else {}
+    if not named:
+        return found
+    attitudes = store.fetch_df(
+        "SELECT id, statement, created_at, superseded_at FROM attitudes "
+        "WHERE id = ANY(CAST(:ids AS TEXT[]))",
+        {"ids": sorted(named)},
+    )
+    cuts = {
+        (d if isinstance(d, dt.date) else dt.date.fromisoformat(str(d))): known
+        for d, known in store.fetch(
+            "SELECT day, known_at FROM profile_daily WHERE day >= :a AND day <= :b",
+            {"a": min(days), "b": max(days)},
+        )
+    }
+    frame, covered = attention_frame(store, min(days) - dt.timedelta(days=WINDOW - 1), max(days))
+    seen = frame.filter(pl.col("n") > 0)
+    for day in days:
+        start = day - dt.timedelta(days=WINDOW - 1)
+        cut = cuts.get(day)
+        if cut is None or sum(1 for d in covered if start <= d <= day) < WINDOW:
+            continue
+        attended = set(seen.filter(pl.col("day").is_between(start, day))["entity_id"].to_list())
+        held_since = cut - dt.timedelta(days=WINDOW)
+        for row in attitudes.iter_rows(named=True):
+            current = row["superseded_at"] is None or row["superseded_at"] > cut
+            if not current or row["created_at"] > held_since:
+                continue
+            found[day] += [
+                Divergence(day, row["id"], row["statement"], eid, name)
+                for eid, name in named[row["id"]]
+                if eid not in attended
+            ]
+    return found
