@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from memvault.judge import OpenAIJudge
+from memvault.judge.store_cache import StoreJudgeCache
+from memvault.store import Store
 from tests.helpers import require_service
 
 STARTUP_TIMEOUT = 60.0
@@ -34,6 +37,17 @@ class LlamaServer:
     base_url: str
     model: str
     log: Path
+
+    def judge(self, store: Store) -> OpenAIJudge:
+        """The judge a deployment would build against this server, caching in ``store``."""
+        return OpenAIJudge(
+            self.base_url,
+            "not-needed",
+            self.model,
+            cache=StoreJudgeCache(store),
+            timeout=120,
+            max_tokens=256,
+        )
 
 
 def _smollm2_gguf() -> Path | None:

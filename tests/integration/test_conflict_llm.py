@@ -14,8 +14,6 @@ import pytest
 
 import memvault
 from memvault.errors import JudgeError
-from memvault.judge import OpenAIJudge
-from memvault.judge.store_cache import StoreJudgeCache
 from memvault.temporal import apply_conflict_plan, plan_conflicts
 from tests.integration.conftest import LlamaServer
 from tests.store.temporal_history import History
@@ -35,14 +33,7 @@ def test_an_ambiguous_pair_is_judged_over_the_wire_once(
                  text="Ada joined Globex on March 1st.")  # fmt: skip
     with memvault.open(f"duckdb://{tmp_path / 'store.duckdb'}") as store:
         history.ingest(store, tmp_path)
-        judge = OpenAIJudge(
-            llm_server.base_url,
-            "not-needed",
-            llm_server.model,
-            cache=StoreJudgeCache(store),
-            timeout=120,
-            max_tokens=256,
-        )
+        judge = llm_server.judge(store)
         try:
             plan = plan_conflicts(store, judge)
         except JudgeError as exc:  # an unusable reply is an error, never a guessed verdict

@@ -14,8 +14,6 @@ import pytest
 
 import memvault
 from memvault.embed import make_embedder
-from memvault.judge import OpenAIJudge
-from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lint.confirm import unconfirmed_changes
 from memvault.lint.run import lint_store
 from tests.integration.conftest import LlamaServer
@@ -35,14 +33,7 @@ def test_a_contradiction_is_looked_for_over_the_wire_once(
                  text="I gave up coffee; no coffee in the morning any more.")  # fmt: skip
     with memvault.open(f"duckdb://{tmp_path / 'store.duckdb'}") as store:
         history.ingest(store, tmp_path)
-        judge = OpenAIJudge(
-            llm_server.base_url,
-            "not-needed",
-            llm_server.model,
-            cache=StoreJudgeCache(store),
-            timeout=120,
-            max_tokens=256,
-        )
+        judge = llm_server.judge(store)
         run = lint_store(store, judge, make_embedder("hashing"))
         stats = judge.stats.as_dict()
         assert run.semantic.asked == 1 and stats["calls"] >= 1 and stats["prompt_tokens"] > 0
