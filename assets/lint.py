@@ -27,7 +27,7 @@ from memvault.lint.run import (
     tend_queue,
 )
 from memvault.review.calibration import calibrate
-from memvault.review.queue import list_items
+from memvault.review.queue import summarize_queue
 from resources import (
     EmbedderResource,
     JudgeResource,
@@ -234,16 +234,8 @@ def review_queue(
         begin_lint(opened, run_id)
         tending = tend_queue(opened, run_id, policy)
         calibration = calibrate(opened, policy)
-        waiting = list_items(opened)
-        decided = opened.fetch(
-            "SELECT decided_by, count(*) FROM review_queue "
-            "WHERE decided_by IS NOT NULL GROUP BY decided_by"
-        )
+        queue = summarize_queue(opened)
         opened.finish_run(run_id, "succeeded")
-    by_kind: dict[str, int] = {}
-    for item in waiting:
-        by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
-    oldest = min((i.created_at for i in waiting), default=None)
     if tending.expired:
         context.log.warning(
             f"{len(tending.expired)} review items passed their deadline: not applied, still "
@@ -252,14 +244,14 @@ def review_queue(
     return dg.MaterializeResult(
         metadata={
             "lint_run_id": run_id,
-            "waiting": len(waiting),
-            "pending": sum(i.status == "pending" for i in waiting),
-            "expired": sum(i.status == "expired" for i in waiting),
+            "waiting": len(queue.waiting),
+            "pending": queue.count("pending"),
+            "expired": queue.count("expired"),
             "expired_this_run": len(tending.expired),
             "low_confidence_queued": tending.low_confidence.queued,
-            "oldest_waiting": timestamp(oldest),
-            **{f"decided_by_{who}": int(n) for who, n in decided},
-            "waiting_by_kind": md_table(by_kind, ("kind", "items")),
+            "oldest_waiting": timestamp(queue.oldest),
+            **{f"decided_by_{who}": n for who, n in queue.decided_by.items()},
+            "waiting_by_kind": md_table(queue.by_kind, ("kind", "items")),
             "thresholds": md_table(
                 {kind: round(value, 2) for kind, value in sorted(policy.impact_thresholds.items())},
                 ("kind", "auto-approve below impact"),

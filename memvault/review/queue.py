@@ -208,3 +208,33 @@ def expire_overdue(store: Store, run_id: str, now: dt.datetime | None = None) ->
                 reason="deadline passed without a decision: nothing committed",
             )
     return ids
+
+
+@dataclass
+class QueueSummary:
+    """What waits for a person, and who decided what was decided."""
+
+    waiting: list[ReviewItem]
+    decided_by: dict[str, int]
+
+    @property
+    def by_kind(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for item in self.waiting:
+            counts[item.kind] = counts.get(item.kind, 0) + 1
+        return counts
+
+    @property
+    def oldest(self) -> dt.datetime | None:
+        return min((i.created_at for i in self.waiting), default=None)
+
+    def count(self, status: str) -> int:
+        return sum(i.status == status for i in self.waiting)
+
+
+def summarize_queue(store: Store) -> QueueSummary:
+    decided = store.fetch(
+        "SELECT decided_by, count(*) FROM review_queue "
+        "WHERE decided_by IS NOT NULL GROUP BY decided_by ORDER BY decided_by"
+    )
+    return QueueSummary(list_items(store), {str(who): int(n) for who, n in decided})
