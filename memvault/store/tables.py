@@ -10,9 +10,10 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
     "entities": ("aliases",),
     "attitudes": ("evidence",),
     "skills": ("evidence",),
-    "recall_log": ("entities", "result_ids"),
+    "recall_log": ("entities", "result_ids", "scores"),
+    "prefetch_cache": ("result_ids", "scores"),
     "review_queue": ("proposal",),
-    "discovery_inbox": ("entity_ids",),
+    "discovery_inbox": ("entity_ids", "detail"),
     "knowledge_gap": ("detail",),
     "profile_daily": (
         "top_intents",
@@ -50,6 +51,7 @@ AUDITED_TABLES: tuple[str, ...] = (
     "diary",
     "artifacts",
     "conflict_verdicts",
+    "prefetch_cache",
 )
 
 #: Tables shown by ``memvault status`` and the demo's before/after summary.
