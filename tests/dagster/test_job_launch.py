@@ -1,13 +1,12 @@
 """The jobs launched the way a deployment launches them, not ``materialize`` in this process.
 
-Each launch is a process of its own (as a run worker is) that rebuilds the job
-from the code location (``pipelines.definitions``) and runs it under the
-code location's multiprocess executor, one process per step, on a Dagster
-instance on disk configured like a user's (``dagster.yaml``: the
-``memvault_store`` pool holds one step at a time). On a DuckDB store a check
-that opened the file beside the next asset would fail the run with "locked by
-another process"; on PostgreSQL the same night runs on a PostgreSQL instance
-(``deploy/dagster.postgres.yaml``).
+Each launch here is a process of its own (as a run worker is) that rebuilds the job from the
+code location (``pipelines.definitions``) and runs it under the code location's multiprocess
+executor, one process per step, on a Dagster instance on disk configured like a user's. The
+night runs on a PostgreSQL store and a PostgreSQL instance (``deploy/dagster.postgres.yaml``);
+the same night on a DuckDB store and a SQLite instance (``dagster.yaml``: the ``memvault_store``
+pool holds one step at a time, so no check opens the file beside the next asset) is launched
+through the webserver and the daemon by tests/integration/test_ui.py.
 """
 
 from __future__ import annotations
@@ -24,9 +23,9 @@ import pytest
 
 import memvault
 from tests.dagster.dream_support import seed_demo_store
+from tests.dagster.run_checks import NIGHT, check_run
 
 ROOT = Path(__file__).resolve().parents[2]
-NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job")
 
 
 def launch(home: Path, job: str, store_url: str, *extra: str) -> str:
@@ -43,22 +42,6 @@ def launch(home: Path, job: str, store_url: str, *extra: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def _check_run(instance: dg.DagsterInstance, run_id: str, job: str) -> None:
-    run = instance.get_run_by_id(run_id)
-    assert run is not None and run.job_name == job
-    records = instance.all_logs(run_id)
-    failures = [r.user_message for r in records if r.dagster_event and r.dagster_event.is_failure]
-    assert run.status == dg.DagsterRunStatus.SUCCESS, (job, failures)
-    events = [r.dagster_event for r in records if r.dagster_event]
-    checks = [
-        e.event_specific_data for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"
-    ]
-    assert checks and all(c.passed for c in checks), (job, checks)  # type: ignore[union-attr]
-    workers = {e.step_key for e in events if e.event_type_value == "STEP_WORKER_STARTED"}
-    steps = {e.step_key for e in events if e.event_type_value == "STEP_SUCCESS"}
-    assert steps and workers == steps, "every step ran in a process of its own"
-
-
 def _night(home: Path, store_url: str) -> dict[str, float]:
     seconds: dict[str, float] = {}
     for job in NIGHT:
@@ -66,7 +49,7 @@ def _night(home: Path, store_url: str) -> dict[str, float]:
         run_id = launch(home, job, store_url)
         seconds[job] = round(time.monotonic() - started, 1)
         with dg.DagsterInstance.from_config(str(home)) as instance:
-            _check_run(instance, run_id, job)
+            check_run(instance, run_id, job)
     return seconds
 
 
@@ -85,19 +68,6 @@ def sqlite_home(env: Path) -> Path:
     home.mkdir()
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
     return home
-
-
-@pytest.mark.timeout(1800)  # four jobs, each step a process of its own, on two cores
-def test_a_night_of_jobs_on_duckdb_through_the_multiprocess_executor(
-    env: Path, sqlite_home: Path
-) -> None:
-    url = f"duckdb://{env / 'store.duckdb'}"
-    seed_demo_store(url, env, sessions=24)
-    seconds = _night(sqlite_home, url)
-    with memvault.open(url) as store:
-        kinds = {r[0] for r in store.fetch("SELECT kind FROM runs WHERE status = 'succeeded'")}
-    assert {"dream", "garden", "lint"} <= kinds
-    print(f"\nDuckDB store, SQLite instance, multiprocess executor: {seconds}")
 
 
 @pytest.mark.timeout(1800)
@@ -138,7 +108,7 @@ def test_a_failed_dream_is_re_executed_from_the_failed_step(env: Path, sqlite_ho
         assert "locked by another process" in str(failure.step_failure_data.error)  # type: ignore[union-attr]
     retry = launch(sqlite_home, "dream_job", url, "--reexecute-from-failure", first)
     with dg.DagsterInstance.from_config(str(sqlite_home)) as instance:
-        _check_run(instance, retry, "dream_job")
+        check_run(instance, retry, "dream_job")
         run = instance.get_run_by_id(retry)
         assert run is not None and run.parent_run_id == first and run.root_run_id == first
     with memvault.open(url) as store:

@@ -28,6 +28,7 @@ from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.definitions import defs
 from tests.dagster.dream_support import seed_demo_store
+from tests.dagster.run_checks import NIGHT, check_run
 
 pytestmark = pytest.mark.integration
 LOCATION = "pipelines.definitions"
@@ -145,14 +146,13 @@ def test_the_ui_serves_the_asset_graph_runs_a_night_and_backfills_the_profile(
         assert dream.tags.get("dagster/sensor_name") == "dream_gate_sensor"
         assert ui.wait(dream.run_id) == dg.DagsterRunStatus.SUCCESS
 
-    garden = ui.launch("garden_job")
-    assert ui.wait(garden) == dg.DagsterRunStatus.SUCCESS
-    lint = ui.launch("lint_job")
-    assert ui.wait(lint) == dg.DagsterRunStatus.SUCCESS
+    launched = {"collect_job": collect, "dream_job": dream.run_id}
+    for job in NIGHT[2:]:  # the rest of the night, from the launchpad
+        launched[job] = ui.launch(job)
+        assert ui.wait(launched[job]) == dg.DagsterRunStatus.SUCCESS, job
     with dg.DagsterInstance.from_config(str(ui.home)) as instance:
-        for run_id in (collect, garden, lint):
-            run = instance.get_run_by_id(run_id)
-            assert run is not None and run.status == dg.DagsterRunStatus.SUCCESS
+        for job, run_id in launched.items():
+            check_run(instance, run_id, job)
         report = instance.get_latest_materialization_event(dg.AssetKey("garden_report"))
         assert report is not None
         assert report.asset_materialization.metadata["outcome"].value == "succeeded"  # type: ignore[union-attr]

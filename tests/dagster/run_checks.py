@@ -1,0 +1,31 @@
+"""What a finished run must show when it was launched as a deployment launches it."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+#: The jobs of a night, in the order a deployment runs them (the dream is started by its sensor
+#: in the UI test). Every job of the code location but the daily profile, which is backfilled.
+NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job", "gaps_job")
+
+
+#: Jobs whose assets carry no asset check.
+WITHOUT_CHECKS = frozenset({"gaps_job"})
+
+
+def check_run(instance: dg.DagsterInstance, run_id: str, job: str) -> None:
+    """The run of ``job`` succeeded, its asset checks ran and passed, and every step had a
+    process of its own."""
+    run = instance.get_run_by_id(run_id)
+    assert run is not None and run.job_name == job
+    records = instance.all_logs(run_id)
+    failures = [r.user_message for r in records if r.dagster_event and r.dagster_event.is_failure]
+    assert run.status == dg.DagsterRunStatus.SUCCESS, (job, failures)
+    events = [r.dagster_event for r in records if r.dagster_event]
+    checks = [
+        e.event_specific_data for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert (checks or job in WITHOUT_CHECKS) and all(c.passed for c in checks), (job, checks)  # type: ignore[union-attr]
+    workers = {e.step_key for e in events if e.event_type_value == "STEP_WORKER_STARTED"}
+    steps = {e.step_key for e in events if e.event_type_value == "STEP_SUCCESS"}
+    assert steps and workers == steps, "every step ran in a process of its own"
