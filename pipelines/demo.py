@@ -34,7 +34,8 @@ from pipelines.runner import (
 )
 from resources import CollectorSourcesResource
 
-#: The jobs of one night, in order.
+#: The jobs of one night, in order: every job but the daily profile, which is backfilled. The
+#: launch tests run the same list.
 NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job", "gaps_job")
 
 

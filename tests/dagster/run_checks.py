@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-#: The jobs of a night, in the order a deployment runs them (the dream is started by its sensor
-#: in the UI test). Every job of the code location but the daily profile, which is backfilled.
-NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job", "gaps_job")
+from pipelines.demo import NIGHT
+
+__all__ = ["NIGHT", "WITHOUT_CHECKS", "check_run"]
 
 
 #: Jobs whose assets carry no asset check.
