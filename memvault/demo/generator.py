@@ -103,6 +103,8 @@ NEAR_DUPLICATE_SHARE = 0.05
 BLOAT_SHARE = 0.03
 BLOAT_MIN_CHARS = 750
 BLOAT_LONG_CHARS = 1500
+#: The last days in which every session's first recall returns the reinforced early memory.
+REINFORCED_DAYS = 28
 
 # =========================================================================== config and truth
 
@@ -216,6 +218,10 @@ class GroundTruth:
     recall_gaps: list[RecallGap]  # exactly the signatures with ≥ 2 INCORRECT verdicts
     same_name_people: SameNamePeople
     feedback_by_block: dict[str, float]  # summed thumbs per block
+    #: An early memory the owner keeps asking about in the last four weeks, and a memory of the
+    #: same session nothing ever returns: use should keep the first close while the second ages.
+    reinforced_block: str | None = None
+    untouched_twin: str | None = None
     predicates: Mapping[str, PredicateSpec] = field(default_factory=lambda: PREDICATES)
 
     def employer_at(self, when: dt.datetime) -> str | None:
@@ -502,6 +508,7 @@ class _Plan:
         self._plan_skills(rng)
         self._plan_near_duplicates(rng)
         self._plan_bloat(rng)
+        self._plan_reinforcement()
         self._plan_recalls(rng)
         self._plan_feedback(rng)
         self.truth = self._truth()
@@ -874,6 +881,21 @@ class _Plan:
 
     # ------------------------------------------------------------------ recalls and feedback
 
+    def _plan_reinforcement(self) -> None:
+        """Two plain memories of the earliest session that has two: the first is returned by a
+        recall of every session in the last ``REINFORCED_DAYS`` days, the second by none."""
+        self.reinforced: str | None = None
+        self.twin: str | None = None
+        self.reinforce_from = self.end - dt.timedelta(days=REINFORCED_DAYS)
+        for sp in self.sessions:
+            if sp.start >= self.reinforce_from:
+                return
+            plain = [slot for slot in range(sp.n_memory) if slot not in sp.specials]
+            if len(plain) >= 2:
+                self.reinforced = sp.memory_block_id(plain[0])
+                self.twin = sp.memory_block_id(plain[1])
+                return
+
     def _plan_recalls(self, rng: random.Random) -> None:
         """Random recalls per session plus a few signatures that keep failing (gaps)."""
         n = len(self.sessions)
@@ -941,7 +963,9 @@ class _Plan:
                 source = self.sessions[rng.randint(max(0, index - 5), index)]
                 target = source.memory_block_id(rng.randrange(source.n_memory))
                 value = 1.0 if rng.random() < 0.75 else -1.0
-            if any(target == t for t, _, _ in sp.feedback):
+            if target in (self.reinforced, self.twin) or any(
+                target == t for t, _, _ in sp.feedback
+            ):
                 continue
             if target in bloated and value < 0:
                 note = "too long, split this"
@@ -1058,6 +1082,8 @@ class _Plan:
                 neighbour_blocks=tuple(self.same_name_blocks["neighbour"]),
             ),
             feedback_by_block=self.feedback_by_block,
+            reinforced_block=self.reinforced,
+            untouched_twin=self.twin,
         )
 
     def event_time(self, key: str) -> dt.datetime:
@@ -1977,6 +2003,9 @@ class _Renderer:
                     if not results:
                         results = list(self.recent_memories)[-2:]
                         verdict = "AMBIGUOUS"
+            results = [r for r in results if r != plan.twin]
+            if k == 0 and plan.reinforced and sp.start >= plan.reinforce_from:
+                results = [plan.reinforced, *(r for r in results if r != plan.reinforced)]
             self._ref(ent, sp.start, entities)
             query = rng.choice(V.RECALL_QUERIES[intent]).format(
                 e=ent.name,

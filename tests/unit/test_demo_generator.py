@@ -450,3 +450,15 @@ def test_the_move_away_is_told_only_after_the_move_back(default) -> None:
     back = triples[truth.city_timeline[2].triple_ids[0]]
     assert late.object == truth.city_timeline[1].value == truth.late_move.value
     assert late.valid_at < back.valid_at < back.created_at < late.created_at
+
+
+def test_an_early_memory_is_asked_about_lately_and_its_twin_never() -> None:
+    records, truth = generate(DemoConfig(sessions=120, days=90, seed=3))
+    recalls = [r for r in records if r.type == "recall"]
+    assert truth.reinforced_block and truth.untouched_twin
+    assert truth.reinforced_block.split("_")[:3] == truth.untouched_twin.split("_")[:3]
+    returned = [r for r in recalls if truth.reinforced_block in r.result_ids]
+    since = truth.end - dt.timedelta(days=28)
+    assert sum(r.created_at >= since for r in returned) >= 10
+    assert not any(truth.untouched_twin in r.result_ids for r in recalls)
+    assert truth.untouched_twin not in truth.feedback_by_block
