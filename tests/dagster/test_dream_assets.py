@@ -48,6 +48,11 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
     reflect = metadata(first, "dream_reflect")
     assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
+    signal = metadata(first, "dream_signal")
+    kinds = ("cross_community", "indirect_strong", "knowledge_gap")
+    found = {k: signal[f"discoveries_{k}"] for k in kinds}
+    assert found["cross_community"] == 0, "the first graph has nothing to be new against"
+    assert consolidate["content_blocks_changed"] == 0  # the generated history is clean text
 
     # Every employer span of the ground truth is what as-of answers, after the dream.
     with memvault.open(url) as store:
@@ -66,9 +71,18 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     again = metadata(second, "dream_consolidate")
     assert again["rows_written"] == 0 and again["llm_calls"] == 0
     assert again["merges"] == again["supersedes"] == again["unmerges"] == 0
+    assert again["content_blocks_changed"] == again["content_facts_changed"] == 0
+    signal_again = metadata(second, "dream_signal")
+    assert sum(signal_again[f"discoveries_{k}"] for k in kinds) == 0
     with memvault.open(url) as store:
         # Only new insights/report rows: no fact, entity or session changed.
         assert _facts(export_text(store)) == _facts(before)
+        inbox = dict(store.fetch("SELECT kind, count(*) FROM discovery_inbox GROUP BY kind"))
+        assert {k: inbox.get(k, 0) for k in kinds} == found, "each discovery is written once"
+        report = store.fetch(
+            "SELECT content FROM artifacts WHERE kind = 'dream-report' ORDER BY created_at"
+        )
+        assert "- discovery:" in report[0][0] and "- content:" in report[0][0]
 
 
 def _facts(export: str) -> list[str]:
@@ -84,6 +98,7 @@ def test_dry_run_writes_nothing(demo: tuple[str, GroundTruth]) -> None:
         "blocks",
         "knowledge_gap",
         "review_queue",
+        "discovery_inbox",
         "audit_log",
     )
     with memvault.open(url) as store:
