@@ -167,3 +167,17 @@ def test_a_zero_limit_takes_nothing(store: Store, limit: int) -> None:
     _dream(store, "dream-one")
     assert take_inbox(store, limit=limit) == []
     assert store.fetch("SELECT count(*) FROM discovery_inbox WHERE status = 'new'")[0][0] > 0
+
+
+def test_a_dream_resumed_after_its_edges_were_written_still_finds_the_bridge(store: Store) -> None:
+    _world(store)
+    _dream(store, "dream-one")
+    _bridge(store)
+    config = GraphConfig()
+    refresh_edges(store, config, "dream-two")  # the first attempt wrote the edges, then died
+    edges = refresh_edges(store, config, "dream-two")  # the re-executed step finds them written
+    assert edges.newly_connected == []
+    communities = detect_communities(store, config, "dream-two")
+    centrality = compute_centrality(store, config, "dream-two")
+    report = discover(store, config, "dream-two", edges, communities, centrality)
+    assert report.written["cross_community"] == 1, "the audit log remembers the new edge"
