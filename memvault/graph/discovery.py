@@ -162,7 +162,7 @@ def _cross_community(
     )
     counts = between.group_by("lo", "hi").agg(between_edges=pl.len())
     bridges = (
-        between.filter(pl.col("id").is_in(sorted(promoted)))
+        between.filter(pl.col("id").is_in(pl.Series(sorted(promoted), dtype=pl.Utf8).implode()))
         .join(counts, on=["lo", "hi"])
         .filter((pl.col("between_edges") == 1) & (pl.col("composite_weight") >= threshold))
         .sort("composite_weight", "id", descending=[True, False])
