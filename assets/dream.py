@@ -14,6 +14,7 @@ import dagster as dg
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table, timestamp
 from memvault.dream import orient, prune_orphans, reflect, statistics_snapshot
 from memvault.dream.exclusive import DreamInProgress, begin_dream
+from memvault.dream.normalize_content import normalize_content
 from memvault.dream.report import (
     DreamReport,
     record_stage,
@@ -22,6 +23,7 @@ from memvault.dream.report import (
     stage_figures,
 )
 from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
+from memvault.graph.discovery import discover
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.normalize import utcnow
 from memvault.store import Store
@@ -95,7 +97,9 @@ def dream_orient(
     pool=STORE_POOL,
     description="Entity-to-entity edges scored by five signals (co-occurrence, shared sessions, "
     "common neighbours, type affinity, embedding similarity), communities found by weighted "
-    "Leiden, and centrality by personalized PageRank seeded with the recent sessions.",
+    "Leiden, centrality by personalized PageRank seeded with the recent sessions, then surprise "
+    "discovery: new links between communities, strong indirect pairs and facts the structure "
+    "says are missing, queued in the discovery inbox (`memvault inbox`), never pushed.",
 )
 def dream_signal(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
@@ -108,12 +112,22 @@ def dream_signal(
         edges = refresh_edges(opened, config, run_id, dry_run=dream.dry_run)
         communities = detect_communities(opened, config, run_id, dry_run=dream.dry_run)
         centrality = compute_centrality(opened, config, run_id, dry_run=dream.dry_run)
+        found = discover(
+            opened, config, run_id, edges, communities, centrality, dry_run=dream.dry_run
+        )
+        for item in found.discoveries[:LOGGED_ACTIONS]:
+            context.log.info(f"{'would queue' if dream.dry_run else 'queued'}: {item.explanation}")
         duration = round(time.monotonic() - started, 3)
         figures = {
             "edges": edges.as_dict(),
             "communities": communities.as_dict(),
             "centrality": centrality.as_dict(),
-            "actions": {"edge-insert": edges.inserted, "edge-update": edges.updated},
+            "discovery": found.as_dict(),
+            "actions": {
+                "edge-insert": edges.inserted,
+                "edge-update": edges.updated,
+                "discover": 0 if dream.dry_run else sum(found.written.values()),
+            },
             "duration_s": duration,
         }
         record_stage(opened, run_id, "signal", figures)
@@ -128,13 +142,25 @@ def dream_signal(
             "communities": communities.communities,
             "largest_community": communities.largest,
             "ppr_seeds": centrality.seeds,
+            **{f"discoveries_{kind}": n for kind, n in found.written.items()},
+            "discoveries_already_known": found.already_known,
+            "bridge_threshold": found.bridge_threshold
+            if found.bridge_threshold is not None
+            else -1.0,
             "rows_written": written,
             "duration_s": duration,
             "timings_s": md_table(
                 {f"edges {k}": v for k, v in edges.seconds.items()}
                 | {f"leiden {k}": v for k, v in communities.seconds.items()}
-                | {f"pagerank {k}": v for k, v in centrality.seconds.items()},
+                | {f"pagerank {k}": v for k, v in centrality.seconds.items()}
+                | {f"discovery {k}": v for k, v in found.seconds.items()},
                 ("step", "seconds"),
+            ),
+            "discoveries": md_table(
+                [
+                    {"kind": d.kind, "score": d.score, "explanation": d.explanation}
+                    for d in found.discoveries[:LOGGED_ACTIONS]
+                ]
             ),
         }
     )
@@ -214,7 +240,9 @@ def dream_reflect(
     kinds=kinds("polars", llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
-    description="Temporal conflict resolution in audited batches: rules settle the clear cases "
+    description="Content normalization first (broken encodings repaired, whitespace collapsed, "
+    "over-long memories split into parts; the original text stays in the audit log), then "
+    "temporal conflict resolution in audited batches: rules settle the clear cases "
     "(restatements merged, one value at a time ordered by when it became true), the judge only "
     "the ambiguous ones, and an unsure verdict goes to the review queue instead of the store.",
 )
@@ -230,6 +258,9 @@ def dream_consolidate(
     with store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
+        content = normalize_content(opened, run_id, dry_run=dream.dry_run)
+        for example in content.examples:
+            context.log.info(f"{'would normalize' if dream.dry_run else 'normalized'} {example}")
         plan = plan_conflicts(
             opened,
             judge,
@@ -253,9 +284,10 @@ def dream_consolidate(
             run_id,
             "consolidate",
             {
+                "content": content.as_dict(),
                 "plan": summary,
                 "planned": dict(plan.counts()),
-                "actions": applied,
+                "actions": applied | ({} if dream.dry_run else content.actions),
                 "llm_calls": meta["llm_calls"],
             },
         )
@@ -278,6 +310,12 @@ def dream_consolidate(
             "pairs_deferred": int(summary["deferred"]),
             "decided_by_rule": int(summary["by_rule"]),
             "already_applied": int(applied.get("already_applied", 0)),
+            "content_encoding_fixed": content.encoding_fixed,
+            "content_whitespace_collapsed": content.whitespace_collapsed,
+            "content_split": content.split,
+            "content_parts_created": content.parts_created,
+            "content_blocks_changed": content.blocks_changed,
+            "content_facts_changed": content.facts_changed,
             "rows_written": written,
             **meta,
             "duration_s": round(time.monotonic() - started, 3),

@@ -11,7 +11,7 @@ connected edges. Derived data: replaced in one transaction, not audited.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import polars as pl
@@ -41,9 +41,13 @@ class CentralityReport:
     seed_source: str = ""
     seeds_in_graph: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Seed entity ids and entity_id, pagerank, ppr of this run (also in a dry run); not in as_dict.
+    seed_ids: list[str] = field(default_factory=list, repr=False)
+    scores: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        hidden = ("seed_ids", "scores")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in hidden}
 
 
 def recent_seeds(store: Store, sessions: int) -> list[str]:
@@ -88,6 +92,11 @@ def compute_centrality(
     else:
         pagerank, ppr, degree = [], [], []
     report.seconds["pagerank"] = round(time.perf_counter() - started, 4)
+    report.seed_ids = list(seeds)
+    report.scores = pl.DataFrame(
+        {"entity_id": view.ids, "pagerank": pagerank, "ppr": ppr},
+        schema={"entity_id": pl.Utf8, "pagerank": pl.Float64, "ppr": pl.Float64},
+    )
     if not dry_run:
         started = time.perf_counter()
         table = pl.DataFrame(

@@ -11,7 +11,7 @@ transaction, not audited.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import leidenalg as la
@@ -33,9 +33,11 @@ class CommunityReport:
     largest: int = 0
     quality: float = 0.0
     seconds: dict[str, float] = field(default_factory=dict)
+    #: entity_id, community, size of this run's partition (also in a dry run); not in as_dict.
+    membership: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "membership"}
 
 
 def number_communities(ids: list[str], membership: list[int]) -> pl.DataFrame:
@@ -80,6 +82,7 @@ def detect_communities(
     else:
         rows = number_communities([], [])
     report.seconds["leiden"] = round(time.perf_counter() - started, 4)
+    report.membership = rows
     report.communities = int(rows["community"].n_unique()) if rows.height else 0
     report.largest = int(rows["size"].max()) if rows.height else 0  # type: ignore[arg-type]
     if not dry_run:

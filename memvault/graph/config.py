@@ -81,6 +81,66 @@ class SignalWeights(BaseModel):
         return {name: float(getattr(self, name)) for name in SIGNALS}
 
 
+class DiscoveryConfig(BaseModel):
+    """Thresholds of surprise discovery (docs/discovery.md): what counts as surprising enough
+    to be put in the discovery inbox."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bridge_percentile: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description=(
+            "A new edge between two communities is a cross_community discovery only when its "
+            "composite weight is at or above this quantile of the run's connected weights."
+        ),
+    )
+    indirect_min_score: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description=(
+            "indirect_strong: least cosine of two entities' weighted neighbourhoods (through "
+            "non-hub neighbours) for a pair with no edge of its own."
+        ),
+    )
+    indirect_min_common: int = Field(
+        default=2, ge=1, description="indirect_strong: least number of shared neighbours."
+    )
+    indirect_max_middle_degree: int = Field(
+        default=50,
+        ge=2,
+        description=(
+            "indirect_strong: a neighbour with more connected edges than this (a hub such as "
+            "the owner) links everything to everything and is not counted as a shared one."
+        ),
+    )
+    indirect_top_k: int = Field(
+        default=10, ge=0, description="indirect_strong: at most this many pairs per dream."
+    )
+    gap_min_peers: int = Field(
+        default=4,
+        ge=1,
+        description=(
+            "knowledge_gap: least number of other entities of the same type in the community "
+            "for their facts to say what this one lacks."
+        ),
+    )
+    gap_min_share: float = Field(
+        default=0.75,
+        gt=0,
+        le=1,
+        description=(
+            "knowledge_gap: least share of those peers holding a current fact of a predicate "
+            "for its absence to be a gap."
+        ),
+    )
+    gap_top_k: int = Field(
+        default=20, ge=0, description="knowledge_gap: at most this many gaps per dream."
+    )
+
+
 class GraphConfig(BaseModel):
     """Tunables of edges (E1/E2/E5), communities (E3) and centrality (E4)."""
 
@@ -165,6 +225,12 @@ class GraphConfig(BaseModel):
             "Default personalized-PageRank seeds: the entities mentioned in this many most recent "
             "sessions (what the owner is into now)."
         ),
+    )
+
+    discovery: DiscoveryConfig = Field(
+        default_factory=lambda: DiscoveryConfig.model_validate({}),
+        description="Thresholds of surprise discovery (cross_community, indirect_strong, "
+        "knowledge_gap).",
     )
 
     @field_validator("type_affinity", mode="before")

@@ -49,7 +49,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -87,10 +87,13 @@ class EdgeReport:
     scope: dict[str, int] = field(default_factory=dict)
     semantic_model: str | None = None
     entities_without_vector: int = 0
+    baseline_edges: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Ids of the edges this refresh made connected (new, or pending before); not in as_dict.
+    newly_connected: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "newly_connected"}
 
 
 class _Timer:
@@ -159,6 +162,8 @@ def refresh_edges(
     with timer.step("compare"):
         inserts, updates, archives = _changes(config, inputs, graph, fresh, stored)
     report.inserted, report.updated, report.archived = inserts.height, updates.height, len(archives)
+    report.baseline_edges = stored.filter(pl.col("status") != "archived").height
+    report.newly_connected = _newly_connected(inserts, updates, stored)
     next_cursor = {
         "audit_id": inputs.audit_hw,
         "vectors_at": inputs.vectors_at.isoformat() if inputs.vectors_at else None,
@@ -281,6 +286,19 @@ def _changes(
     live = stored.filter(pl.col("status") != "archived")
     gone = live.filter(pl.col("key").is_null() | ~pl.col("key").is_in(graph.keys))
     return inserts, updates, sorted(gone["id"].to_list())
+
+
+def _newly_connected(
+    inserts: pl.DataFrame, updates: pl.DataFrame, stored: pl.DataFrame
+) -> list[str]:
+    """Edges connected after this refresh that were not connected before it."""
+    promoted = (
+        updates.filter(pl.col("status") == "connected")
+        .join(stored.select("id", pl.col("status").alias("old_status")), on="id", how="left")
+        .filter(pl.col("old_status").fill_null("") != "connected")
+    )
+    fresh = inserts.filter(pl.col("status") == "connected")
+    return sorted([*fresh["id"].to_list(), *promoted["id"].to_list()])
 
 
 def _write(

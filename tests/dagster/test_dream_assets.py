@@ -48,6 +48,11 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
     reflect = metadata(first, "dream_reflect")
     assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
+    signal = metadata(first, "dream_signal")
+    kinds = ("cross_community", "indirect_strong", "knowledge_gap")
+    found = {k: signal[f"discoveries_{k}"] for k in kinds}
+    assert found["cross_community"] == 0, "the first graph has nothing to be new against"
+    assert consolidate["content_blocks_changed"] == 0  # the generated history is clean text
 
     # Every employer span of the ground truth is what as-of answers, after the dream.
     with memvault.open(url) as store:
@@ -66,9 +71,18 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     again = metadata(second, "dream_consolidate")
     assert again["rows_written"] == 0 and again["llm_calls"] == 0
     assert again["merges"] == again["supersedes"] == again["unmerges"] == 0
+    assert again["content_blocks_changed"] == again["content_facts_changed"] == 0
+    signal_again = metadata(second, "dream_signal")
+    assert sum(signal_again[f"discoveries_{k}"] for k in kinds) == 0
     with memvault.open(url) as store:
         # Only new insights/report rows: no fact, entity or session changed.
         assert _facts(export_text(store)) == _facts(before)
+        inbox = dict(store.fetch("SELECT kind, count(*) FROM discovery_inbox GROUP BY kind"))
+        assert {k: inbox.get(k, 0) for k in kinds} == found, "each discovery is written once"
+        report = store.fetch(
+            "SELECT content FROM artifacts WHERE kind = 'dream-report' ORDER BY created_at"
+        )
+        assert "- discovery:" in report[0][0] and "- content:" in report[0][0]
 
 
 def _facts(export: str) -> list[str]:
@@ -84,6 +98,7 @@ def test_dry_run_writes_nothing(demo: tuple[str, GroundTruth]) -> None:
         "blocks",
         "knowledge_gap",
         "review_queue",
+        "discovery_inbox",
         "audit_log",
     )
     with memvault.open(url) as store:
@@ -307,3 +322,52 @@ def test_a_pair_waiting_for_review_does_not_fail_later_dreams(
     with memvault.open(store_url) as store:
         assert store.fetch("SELECT count(*) FROM review_queue WHERE status = 'pending'")[0][0] == 1
         assert {r["status"] for r in table_dump(store, "triples")} == {"active"}
+
+
+def test_consolidate_repairs_broken_text_first_and_only_once(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Text written around ingest (a broken encoding, an over-long memory) is repaired by the
+    dream, counted in its metadata and report, and a second dream finds nothing to repair."""
+    import polars as pl
+
+    from memvault.dream.normalize_content import fix_text
+    from memvault.normalize import MAX_TEXT_CHARS, utcnow
+
+    seed_demo_store(store_url, tmp_path, sessions=12)
+    now = utcnow()
+    long_text = "\n\n".join(["Notes " + "word " * 2_000] * 4)
+    assert len(long_text) > MAX_TEXT_CHARS
+    rows = [
+        {"id": "blk_mojibake", "kind": "memory", "text": "Met Ren\u00c3\u00a9e at the caf\u00c3\u00a9",
+         "created_at": now, "updated_at": now},
+        {"id": "blk_long", "kind": "memory", "text": long_text, "created_at": now,
+         "updated_at": now},
+    ]  # fmt: skip
+    with memvault.open(store_url) as store, store.mutation("outside-ingest", "test") as m:
+        m.insert("blocks", pl.DataFrame(rows))
+    dry = run_dream(store_url, dream=DreamResource(dry_run=True))
+    assert dry.success
+    planned = metadata(dry, "dream_consolidate")
+    assert (planned["content_encoding_fixed"], planned["content_split"]) == (1, 1)
+    with memvault.open(store_url) as store:
+        assert store.get_row("blocks", "blk_long~p2") is None
+
+    first = run_dream(store_url)
+    assert first.success
+    done = metadata(first, "dream_consolidate")
+    assert (done["content_encoding_fixed"], done["content_split"]) == (1, 1)
+    assert done["content_parts_created"] == 1 and done["content_blocks_changed"] == 2
+    with memvault.open(store_url) as store:
+        assert store.get_row("blocks", "blk_mojibake")["text"] == "Met Renée at the café"
+        parts = store.fetch(
+            "SELECT text FROM blocks WHERE id IN ('blk_long', 'blk_long~p2') ORDER BY id"
+        )
+        assert "".join(t for (t,) in parts) == fix_text(long_text)[0]  # nothing lost
+        report = store.fetch("SELECT content FROM artifacts WHERE kind = 'dream-report'")[0][0]
+        assert "normalize-text 2" in report and "split-part 1" in report
+
+    second = run_dream(store_url)
+    assert second.success
+    again = metadata(second, "dream_consolidate")
+    assert again["content_blocks_changed"] == again["content_parts_created"] == 0
