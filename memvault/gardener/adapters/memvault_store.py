@@ -48,6 +48,7 @@ from memvault.gardener.adapter import (
     WriteContext,
 )
 from memvault.gardener.similarity import SimilarPairs, similar_pairs
+from memvault.lifecycle.weights import block_weights, feedback_factor
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.backends import ident, sql_literal
@@ -241,6 +242,19 @@ class MemvaultGardenStore(UnsupportedMixin):
                 params["after"] = query.after
         tail = f"ORDER BY {key} {direction}, id {direction} LIMIT {int(query.limit)}"
         return self._items(" AND ".join(where), params, tail)
+
+    def kept_by_use(self, ids: Sequence[str], now: dt.datetime) -> set[str]:
+        """Of ``ids``, the blocks whose use says they regained interest: recalled in the last
+        30 days (access multiplier above 1) or net positive feedback. Decay leaves them alone
+        however long ago they were last edited."""
+        if not ids:
+            return set()
+        weights = block_weights(self.store, now, list(ids))
+        factor = feedback_factor(
+            weights["feedback_boost"].to_numpy(), weights["verdict_score"].to_numpy()
+        )
+        kept = weights.filter((pl.col("access_multiplier") > 1.0) | pl.Series(factor > 1.0))
+        return set(kept["block_id"].to_list())
 
     def get_items(self, ids: Sequence[str]) -> list[MemoryItem]:
         self.require(Capability.SEARCH)
