@@ -133,8 +133,8 @@ def recall_accesses(store: Store, now: dt.datetime, block_ids: Sequence[str] | N
         recalls.lazy()
         .select(
             pl.col("created_at").cast(pl.Datetime("us")),
-            pl.col("verdict").replace_strict(_VERDICTS, default=None, return_dtype=pl.Float64),
-            pl.col("result_ids").fill_null("[]").str.json_decode(pl.List(pl.Utf8)).alias("block_id"),
+            pl.col("verdict").cast(pl.Utf8).replace_strict(_VERDICTS, default=None, return_dtype=pl.Float64),
+            pl.col("result_ids").cast(pl.Utf8).fill_null("[]").str.json_decode(pl.List(pl.Utf8)).alias("block_id"),
         )
         .explode("block_id")
         .drop_nulls("block_id")
