@@ -79,7 +79,9 @@ def in_use(
     used: set[str] = set()
     if asked.height:
         named = (
-            asked.select(pl.col("entities").cast(pl.Utf8).fill_null("[]").str.json_decode(pl.List(pl.Utf8)))
+            asked.select(
+                pl.col("entities").cast(pl.Utf8).fill_null("[]").str.json_decode(pl.List(pl.Utf8))
+            )
             .explode("entities")
             .drop_nulls()
         )

@@ -50,7 +50,11 @@ def add_blocks(
 
 
 def add_recalls(
-    store: Store, now: dt.datetime, block_id: str, days_ago: Sequence[float], verdict: str | None = None
+    store: Store,
+    now: dt.datetime,
+    block_id: str,
+    days_ago: Sequence[float],
+    verdict: str | None = None,
 ) -> None:
     """One recall per entry of ``days_ago`` that returned ``block_id`` (the recall log only)."""
     start = store.fetch("SELECT count(*) FROM recall_log")[0][0]

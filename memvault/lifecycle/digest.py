@@ -171,9 +171,7 @@ def digest_blocks(
             todo.append(DigestBlock(id=block_id, text=text))
     if not todo:
         return out
-    requests = [
-        DigestRequest(blocks=todo[i : i + per_call]) for i in range(0, len(todo), per_call)
-    ]
+    requests = [DigestRequest(blocks=todo[i : i + per_call]) for i in range(0, len(todo), per_call)]
     llm = judge.kind != "heuristic"
     stats.asked += len(todo)
     stats.calls += len(requests) if llm else 0

@@ -53,7 +53,7 @@ class TierConfig:
     hot_days: float = 7.0
     warm_days: float = 30.0
     cold_days: float = 90.0
-    batch_size: int = 2000
+    batch_size: int = 20_000
     blocks_per_call: int = BLOCKS_PER_CALL
 
     def __post_init__(self) -> None:
@@ -129,7 +129,9 @@ class TierPlan:
         return self.blocks.filter(_rank("age_tier") > _rank("target")).height
 
 
-def plan_tiering(store: Store, now: dt.datetime | None = None, config: TierConfig | None = None) -> TierPlan:
+def plan_tiering(
+    store: Store, now: dt.datetime | None = None, config: TierConfig | None = None
+) -> TierPlan:
     """The tier every active block should be in as of ``now``; reads only, asks nothing."""
     now = now or utcnow()
     config = config or TierConfig()
@@ -146,9 +148,9 @@ def plan_tiering(store: Store, now: dt.datetime | None = None, config: TierConfi
     blocks = pl.DataFrame(schema=schema) if blocks.is_empty() else blocks.cast(schema)  # type: ignore[arg-type]
     weights = block_weights(store, now).drop("last_access_at")
     frame = blocks.join(weights, left_on="id", right_on="block_id", how="left").with_columns(
-        tier=pl.col("tier").fill_null("hot").replace_strict(
-            {t: t for t in TIERS}, default="hot", return_dtype=pl.Utf8
-        ),
+        tier=pl.col("tier")
+        .fill_null("hot")
+        .replace_strict({t: t for t in TIERS}, default="hot", return_dtype=pl.Utf8),
         age_days=(
             (pl.lit(now, dtype=pl.Datetime("us")) - pl.col("created_at")).dt.total_microseconds()
             / 86_400_000_000
@@ -160,8 +162,12 @@ def plan_tiering(store: Store, now: dt.datetime | None = None, config: TierConfi
         )
     )
     frame = frame.with_columns(
-        target=pl.when(pl.col("pinned")).then(pl.lit("hot")).otherwise(config.tier_of("effective_age_days")),
-        age_tier=pl.when(pl.col("pinned")).then(pl.lit("hot")).otherwise(config.tier_of("age_days")),
+        target=pl.when(pl.col("pinned"))
+        .then(pl.lit("hot"))
+        .otherwise(config.tier_of("effective_age_days")),
+        age_tier=pl.when(pl.col("pinned"))
+        .then(pl.lit("hot"))
+        .otherwise(config.tier_of("age_days")),
     ).sort("id")
     return TierPlan(now=now, config=config, blocks=frame)
 
@@ -252,15 +258,19 @@ def apply_tiering(
             else None
         )
         with store.mutation(run_id, PHASE) as m:
-            for (edge_from, edge_to), group in batch.group_by("tier", "target", maintain_order=True):
+            for (edge_from, edge_to), group in batch.group_by(
+                "tier", "target", maintain_order=True
+            ):
                 action = "demote" if RANK[str(edge_to)] > RANK[str(edge_from)] else "promote"
                 reason = (
                     f"{edge_from} → {edge_to}: effective age (age ÷ usage) against the tiers "
                     f"hot < {plan.config.hot_days:g} d, warm < {plan.config.warm_days:g} d, "
                     f"cold < {plan.config.cold_days:g} d"
                 )
-                frame = group.select("id", "target").rename({"target": "tier"}).with_columns(
-                    tiered_at=pl.lit(plan.now, dtype=pl.Datetime("us"))
+                frame = (
+                    group.select("id", "target")
+                    .rename({"target": "tier"})
+                    .with_columns(tiered_at=pl.lit(plan.now, dtype=pl.Datetime("us")))
                 )
                 if digests is not None and action == "demote":
                     frame = frame.join(digests, on="id", how="left")
@@ -291,7 +301,9 @@ def run_tiering(
     plan = plan_tiering(store, now, config)
     result = TieringResult(plan=plan, dry_run=dry_run)
     if not dry_run and plan.changes.height:
-        run_id = store.begin_run(PHASE, {"now": plan.now.isoformat(), "changes": plan.changes.height})
+        run_id = store.begin_run(
+            PHASE, {"now": plan.now.isoformat(), "changes": plan.changes.height}
+        )
         result.run_id = run_id
         try:
             apply_tiering(store, plan, judge, run_id, result)

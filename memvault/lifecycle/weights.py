@@ -88,7 +88,9 @@ def effective_age_days(age_days: Any, weights: Mapping[str, Any] | pl.DataFrame)
 
     def get(name: str, neutral: float) -> Any:
         if isinstance(weights, pl.DataFrame):
-            return weights[name].fill_null(neutral).to_numpy() if name in weights.columns else neutral
+            return (
+                weights[name].fill_null(neutral).to_numpy() if name in weights.columns else neutral
+            )
         value = weights.get(name)
         return neutral if value is None else value
 
@@ -109,7 +111,10 @@ def regained_interest(weights: Mapping[str, Any]) -> bool:
     """Usage says the block is wanted again: a recall in the last 30 days or net positive feedback."""
     boost = float(weights.get("feedback_boost") or 0.0)
     verdict = float(weights.get("verdict_score") or 0.0)
-    return float(weights.get("access_multiplier") or 1.0) > 1.0 or feedback_factor(boost, verdict) > 1.0
+    return (
+        float(weights.get("access_multiplier") or 1.0) > 1.0
+        or feedback_factor(boost, verdict) > 1.0
+    )
 
 
 # -- from the store ------------------------------------------------------------------------
@@ -119,7 +124,9 @@ def _days_before(now: dt.datetime, column: str) -> pl.Expr:
     return (pl.lit(now, dtype=pl.Datetime("us")) - pl.col(column)).dt.total_microseconds() / _DAY_US
 
 
-def recall_accesses(store: Store, now: dt.datetime, block_ids: Sequence[str] | None) -> pl.DataFrame:
+def recall_accesses(
+    store: Store, now: dt.datetime, block_ids: Sequence[str] | None
+) -> pl.DataFrame:
     """One row per (recall, returned block) up to ``now``: block_id, created_at, verdict."""
     recalls = store.fetch_df(
         "SELECT created_at, verdict, result_ids FROM recall_log WHERE created_at <= :now",
@@ -133,8 +140,14 @@ def recall_accesses(store: Store, now: dt.datetime, block_ids: Sequence[str] | N
         recalls.lazy()
         .select(
             pl.col("created_at").cast(pl.Datetime("us")),
-            pl.col("verdict").cast(pl.Utf8).replace_strict(_VERDICTS, default=None, return_dtype=pl.Float64),
-            pl.col("result_ids").cast(pl.Utf8).fill_null("[]").str.json_decode(pl.List(pl.Utf8)).alias("block_id"),
+            pl.col("verdict")
+            .cast(pl.Utf8)
+            .replace_strict(_VERDICTS, default=None, return_dtype=pl.Float64),
+            pl.col("result_ids")
+            .cast(pl.Utf8)
+            .fill_null("[]")
+            .str.json_decode(pl.List(pl.Utf8))
+            .alias("block_id"),
         )
         .explode("block_id")
         .drop_nulls("block_id")
@@ -162,7 +175,11 @@ def block_weights(
             "SELECT id AS block_id, created_at, last_accessed_at FROM blocks WHERE id = ANY(:ids)",
             {"ids": list(block_ids) or [""]},
         )
-    schema = {"block_id": pl.Utf8, "created_at": pl.Datetime("us"), "last_accessed_at": pl.Datetime("us")}
+    schema = {
+        "block_id": pl.Utf8,
+        "created_at": pl.Datetime("us"),
+        "last_accessed_at": pl.Datetime("us"),
+    }
     blocks = pl.DataFrame(schema=schema) if blocks.is_empty() else blocks.cast(schema)  # type: ignore[arg-type]
     return weights_frame(
         blocks,
@@ -210,7 +227,9 @@ def weights_frame(
         .join(per_block, on="block_id", how="left")
         .join(boost.lazy(), on="block_id", how="left")
         .with_columns(
-            access_multiplier=(1.0 + pl.col("access_gain").fill_null(0.0)).clip(1.0, MULTIPLIER_CAP),
+            access_multiplier=(1.0 + pl.col("access_gain").fill_null(0.0)).clip(
+                1.0, MULTIPLIER_CAP
+            ),
             feedback_boost=pl.col("feedback_boost").fill_null(0.0),
             verdict_score=pl.col("verdict_score").fill_null(0.0),
             last_access_at=pl.max_horizontal("last_recall_at", "last_accessed_at"),
@@ -222,3 +241,48 @@ def weights_frame(
     return joined.with_columns(retention=pl.Series(retention(effective), dtype=pl.Float64)).select(
         WEIGHT_COLUMNS
     )
+
+
+#: Upper bounds of the multiplier histogram's buckets (the last one holds the cap).
+MULTIPLIER_BUCKETS: tuple[float, ...] = (1.0, 2.0, 5.0, MULTIPLIER_CAP)
+
+
+def weights_summary(weights: pl.DataFrame) -> dict[str, Any]:
+    """What the weights say about the store as a whole, for reports: how many blocks use
+    reinforces, the spread of the multiplier, and how many blocks feedback lifts or lowers."""
+    if weights.is_empty():
+        return {
+            "blocks": 0,
+            "reinforced": 0,
+            "at_cap": 0,
+            "boosted": 0,
+            "penalized": 0,
+            "verdict_positive": 0,
+            "verdict_negative": 0,
+            "multiplier_p50": 1.0,
+            "multiplier_p90": 1.0,
+            "multiplier_max": 1.0,
+            "multiplier_histogram": {},
+        }
+    m = weights["access_multiplier"]
+    labels, lower = {}, 0.0
+    for upper in MULTIPLIER_BUCKETS:
+        label = "1 (no recent recall)" if upper == 1.0 else f"{lower:g}–{upper:g}"
+        count = (
+            m.filter((m > lower) & (m <= upper)).len() if upper > 1.0 else m.filter(m <= 1.0).len()
+        )
+        labels[label] = int(count)
+        lower = upper
+    return {
+        "blocks": weights.height,
+        "reinforced": int((m > 1.0).sum()),
+        "at_cap": int((m >= MULTIPLIER_CAP).sum()),
+        "boosted": int((weights["feedback_boost"] > 0).sum()),
+        "penalized": int((weights["feedback_boost"] < 0).sum()),
+        "verdict_positive": int((weights["verdict_score"] > 0).sum()),
+        "verdict_negative": int((weights["verdict_score"] < 0).sum()),
+        "multiplier_p50": round(float(m.quantile(0.5) or 1.0), 3),
+        "multiplier_p90": round(float(m.quantile(0.9) or 1.0), 3),
+        "multiplier_max": round(float(m.max() or 1.0), 3),  # type: ignore[arg-type]
+        "multiplier_histogram": labels,
+    }

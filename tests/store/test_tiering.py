@@ -135,7 +135,10 @@ def test_use_keeps_a_block_warm_until_it_wears_off(store: Store) -> None:
     plan = plan_tiering(store, later)
     assert plan.blocks.filter(plan.blocks["id"] == "used")["target"].item() == "cold"
     run_tiering(store, HeuristicJudge(), now=later)
-    assert block(store, "used")["tier"] == "cold" and block(store, "used")["digest_kind"] == "extractive"
+    assert (
+        block(store, "used")["tier"] == "cold"
+        and block(store, "used")["digest_kind"] == "extractive"
+    )
 
 
 def test_the_gardener_does_not_decay_what_use_reinforced(store: Store) -> None:
@@ -148,3 +151,4 @@ def test_the_gardener_does_not_decay_what_use_reinforced(store: Store) -> None:
     importance = {i: block(store, i)["importance"] for i in ("recalled", "boosted", "twin")}
     assert importance["twin"] < 0.5
     assert importance["recalled"] == 0.5 and importance["boosted"] == 0.5
+    assert result.state.phase_metrics["decay"]["kept_by_use"] == 2

@@ -42,7 +42,9 @@ def test_effective_age_divides_by_use_and_feedback() -> None:
     assert effective_age_days(60.0, {**neutral, "access_multiplier": 2.0}) == 30.0
     assert effective_age_days(60.0, {**neutral, "feedback_boost": 1.0}) == 30.0  # one + : younger
     assert effective_age_days(60.0, {**neutral, "feedback_boost": -1.0}) == 120.0  # one − : older
-    assert effective_age_days(60.0, {**neutral, "verdict_score": 2.0}) == 30.0  # verdicts count half
+    assert (
+        effective_age_days(60.0, {**neutral, "verdict_score": 2.0}) == 30.0
+    )  # verdicts count half
     assert effective_age_days(60.0, {**neutral, "feedback_boost": 9.0}) == 7.5  # at most 8×
     assert effective_age_days(60.0, {**neutral, "feedback_boost": -9.0}) == 480.0
     assert effective_age_days(60.0, {"access_multiplier": 10.0, "feedback_boost": 1.0}) == 3.0
@@ -88,7 +90,9 @@ def test_weights_frame_from_recalls_and_boosts_without_a_store() -> None:
     assert rows["a"]["last_access_at"] == NOW
     assert rows["b"]["access_multiplier"] == 1.0  # its only recall is 45 days old
     assert rows["b"]["feedback_boost"] == -1.0
-    assert rows["c"]["access_multiplier"] == 1.0 and rows["c"]["last_access_at"] == NOW - dt.timedelta(days=1)
+    assert rows["c"]["access_multiplier"] == 1.0 and rows["c"][
+        "last_access_at"
+    ] == NOW - dt.timedelta(days=1)
     # retention: 0.5 ** (effective age / 30); a: 60 / (2.5 × 2**0.5) days
     assert rows["a"]["retention"] == pytest.approx(0.5 ** (60 / (2.5 * 2**0.5) / 30))
     assert rows["b"]["retention"] == pytest.approx(0.5**4)  # 120 effective days

@@ -68,8 +68,9 @@ def run_decay(ctx: PhaseContext) -> None:
         kept = _kept_by_use(ctx, todo)
         for item in todo:
             ctx.advance(at=item.id)
-            if item.id in kept:
-                ctx.run.count("kept_by_use")
+            if item.id in kept:  # not an action: counted beside the phase's timing
+                metrics = ctx.run.phase_metrics.setdefault("decay", {})
+                metrics["kept_by_use"] = metrics.get("kept_by_use", 0) + 1
             else:
                 _decay_one(ctx, item, cutoff, can_expire)
             passed.add(item.id)  # looked at once per run, decayed or not
