@@ -8,7 +8,8 @@ Per block:
 * ``access_multiplier`` — how much longer the block's half-life is because it was recalled:
   ``1 + Σ max(0, 1 − a/30)`` over its accesses (``a`` = days since that recall), capped at 10.
   Each recall extends the half-life; the extension wears off linearly over 30 days.
-* ``feedback_boost`` — the sum of the owner's +/− on the block (feedback ``kind='boost'``).
+* ``feedback_boost`` — the sum of the owner's +/− on the block (feedback ``kind='boost'``,
+  or ``'thumbs'`` as ingested feedback records spell it).
 * ``verdict_score`` — the sum of the verdicts of the recalls that returned it (CORRECT +1,
   INCORRECT −1, AMBIGUOUS 0).
 * ``retention`` — ``0.5 ** (effective_age / 30)``: 1 for a new block, 0.5 at one effective
@@ -190,14 +191,15 @@ def block_weights(
 
 
 def boosts(store: Store, now: dt.datetime, block_ids: Sequence[str] | None = None) -> pl.DataFrame:
-    """The owner's +/− per block up to ``now``: block_id, feedback_boost."""
+    """The owner's +/− per block up to ``now`` (``boost`` and ingested ``thumbs``):
+    block_id, feedback_boost."""
     only = "" if block_ids is None else "AND target_id = ANY(:ids)"
     params: dict[str, Any] = {"now": now}
     if block_ids is not None:
         params["ids"] = list(block_ids) or [""]
     frame = store.fetch_df(
         "SELECT target_id AS block_id, sum(value) AS feedback_boost FROM feedback "
-        f"WHERE kind = 'boost' AND created_at <= :now {only} GROUP BY target_id",
+        f"WHERE kind IN ('boost', 'thumbs') AND created_at <= :now {only} GROUP BY target_id",
         params,
     )
     schema = {"block_id": pl.Utf8, "feedback_boost": pl.Float64}
