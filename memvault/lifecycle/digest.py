@@ -141,6 +141,8 @@ class DigestStats:
 
 
 def _fits_summary(text: str) -> bool:
+    if len(text) <= DIGEST_MAX_CHARS:
+        return bool(text.strip())
     return 0 < len(" ".join(text.split())) <= DIGEST_MAX_CHARS
 
 
@@ -188,18 +190,17 @@ def digest_blocks(
 
 def _accept(block: DigestBlock, reply: BlockDigest | None, llm: bool, stats: DigestStats) -> Digest:
     """The judge's digest where it is valid, the extractive one where it is not."""
-    fallback = _own_digest(block.text)
     if not llm:
-        return fallback
+        return _own_digest(block.text)
     if reply is None:
         stats.rejected += 1
-        return fallback
+        return _own_digest(block.text)
     summary, summary_kind = reply.summary.strip(), "llm"
-    if not _fits_summary(summary) or len(summary) > DIGEST_MAX_CHARS:
+    if not 0 < len(summary) <= DIGEST_MAX_CHARS:
         stats.rejected += 1
-        summary, summary_kind = fallback.summary, "extractive"
+        summary, summary_kind = extractive_summary(block.text), "extractive"
     headline, headline_kind = reply.headline.strip(), "llm"
     if not _fits_headline(headline):
         stats.rejected += 1
-        headline, headline_kind = fallback.headline, "extractive"
+        headline, headline_kind = extractive_headline(block.text), "extractive"
     return Digest(summary, summary_kind, headline, headline_kind)
