@@ -143,12 +143,14 @@ def test_use_keeps_a_block_warm_until_it_wears_off(store: Store) -> None:
 
 def test_the_gardener_does_not_decay_what_use_reinforced(store: Store) -> None:
     now = utcnow()
-    add_blocks(store, now, {"recalled": 60, "boosted": 60, "twin": 60})
+    ids = ("recalled", "boosted", "twin", "recalled_long_ago")
+    add_blocks(store, now, dict.fromkeys(ids, 60.0))
     add_recalls(store, now, "recalled", [5.0])  # in the recall log only: last_accessed_at unset
+    add_recalls(store, now, "recalled_long_ago", [31.0])  # worn off
     add_boost(store, now, "boosted", 1.0, days_ago=50)
     result = garden(store)
     assert result.succeeded, result.report
-    importance = {i: block(store, i)["importance"] for i in ("recalled", "boosted", "twin")}
-    assert importance["twin"] < 0.5
+    importance = {i: block(store, i)["importance"] for i in ids}
+    assert importance["twin"] < 0.5 and importance["recalled_long_ago"] < 0.5
     assert importance["recalled"] == 0.5 and importance["boosted"] == 0.5
     assert result.state.phase_metrics["decay"]["kept_by_use"] == 2
