@@ -387,6 +387,7 @@ def dream_prune(
             "orphans_archived": pruned.archived,
             "edges_archived": pruned.edges_archived,
             "entities_revived": pruned.revived,
+            "orphans_kept_by_use": pruned.kept_by_use,
             "rows_written": written,
             # The dream sensor reads these two (never the store file).
             "last_dream_at": timestamp(last.replace(tzinfo=dt.UTC) if last else None),

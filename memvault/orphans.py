@@ -60,6 +60,41 @@ def find_orphans(store: Store, cutoff: dt.datetime) -> pl.DataFrame:
     return store.fetch_df(ORPHANS_SQL, {"cutoff": cutoff})
 
 
+#: Recalls and accesses this recent keep an orphan from being archived.
+IN_USE_DAYS = 30
+
+
+def in_use(
+    store: Store, ids: Sequence[str], now: dt.datetime, days: float = IN_USE_DAYS
+) -> set[str]:
+    """Of ``ids``, the entities the owner still uses: named by a recall of the last ``days``
+    days (``recall_log.entities``), or mentioned by a block accessed in that time."""
+    if not ids:
+        return set()
+    since = now - dt.timedelta(days=days)
+    asked = store.fetch_df(
+        "SELECT entities FROM recall_log WHERE created_at >= :since AND created_at <= :now",
+        {"since": since, "now": now},
+    )
+    used: set[str] = set()
+    if asked.height:
+        named = (
+            asked.select(
+                pl.col("entities").cast(pl.Utf8).fill_null("[]").str.json_decode(pl.List(pl.Utf8))
+            )
+            .explode("entities")
+            .drop_nulls()
+        )
+        used |= set(named["entities"].to_list())
+    accessed = store.fetch(
+        "SELECT DISTINCT m.entity_id FROM mentions m JOIN blocks b ON b.id = m.block_id "
+        "WHERE m.entity_id = ANY(:ids) AND b.last_accessed_at >= :since",
+        {"ids": list(ids), "since": since},
+    )
+    used |= {r[0] for r in accessed}
+    return used & set(ids)
+
+
 def revivable(store: Store, among: Sequence[str] | None = None) -> list[str]:
     """Ids of orphan-archived entities that are referred to again (only ``among``, if given)."""
     if among is not None and not among:

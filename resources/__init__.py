@@ -7,6 +7,7 @@ from resources.gardener import GardenerResource
 from resources.llm import JudgeResource
 from resources.review import LintResource, ReviewResource
 from resources.store import StoreResource
+from resources.tiering import TieringResource
 
 __all__ = [
     "CollectorSourcesResource",
@@ -17,4 +18,5 @@ __all__ = [
     "LintResource",
     "ReviewResource",
     "StoreResource",
+    "TieringResource",
 ]

@@ -2,7 +2,8 @@
 
 An orphan is an active entity nothing points at (``memvault.orphans``).
 Young orphans are left alone for a grace period, because the facts about
-them may still be on their way. Archiving is audited and undoable like every
+them may still be on their way, and so are orphans the owner still uses: named
+by a recall, or mentioned by a block read, in the last 30 days. Archiving is audited and undoable like every
 mutation; an entity archived as an orphan comes back as soon as a later
 session mentions it or states a fact about it.
 """
@@ -17,7 +18,7 @@ import polars as pl
 from memvault.dream.config import DreamConfig
 from memvault.normalize import utcnow
 from memvault.orphans import find_orphans as orphans_created_before
-from memvault.orphans import revivable, revive
+from memvault.orphans import in_use, revivable, revive
 from memvault.store import Store
 
 
@@ -27,12 +28,25 @@ class PruneResult:
     archived: int
     edges_archived: int
     revived: int = 0
+    kept_by_use: int = 0
 
 
 def find_orphans(store: Store, config: DreamConfig | None = None) -> pl.DataFrame:
-    """Active entities nothing refers to, older than the grace period: columns id, name, entity_type."""
+    """Active entities nothing refers to, older than the grace period, that the owner does not
+    use (no recall named them and no block mentioning them was read in the last 30 days):
+    columns id, name, entity_type."""
+    return _orphans(store, config)[0]
+
+
+def _orphans(store: Store, config: DreamConfig | None) -> tuple[pl.DataFrame, int]:
+    """The orphans to archive, and how many more were kept because the owner uses them."""
     config = config or DreamConfig()
-    return orphans_created_before(store, utcnow() - dt.timedelta(days=config.orphan_grace_days))
+    now = utcnow()
+    found = orphans_created_before(store, now - dt.timedelta(days=config.orphan_grace_days))
+    if found.is_empty():
+        return found, 0
+    used = in_use(store, found["id"].to_list(), now)
+    return found.filter(~pl.col("id").is_in(list(used))), len(used)
 
 
 def prune_orphans(
@@ -41,12 +55,13 @@ def prune_orphans(
     """Revive archived orphans referred to again, then archive the orphans (and their edges);
     a dry run only finds them."""
     if dry_run:
-        return PruneResult(find_orphans(store, config), 0, 0, revived=len(revivable(store)))
+        orphans, kept = _orphans(store, config)
+        return PruneResult(orphans, 0, 0, revived=len(revivable(store)), kept_by_use=kept)
     with store.mutation(run_id, "dream_prune") as m:
         revived = revive(store, m)
-    orphans = find_orphans(store, config)
+    orphans, kept = _orphans(store, config)
     if orphans.is_empty():
-        return PruneResult(orphans, 0, 0, revived)
+        return PruneResult(orphans, 0, 0, revived, kept)
     ids = orphans["id"].to_list()
     with store.mutation(run_id, "dream_prune") as m:
         archived = m.update_many(
@@ -73,4 +88,4 @@ def prune_orphans(
             if edge_ids
             else 0
         )
-    return PruneResult(orphans, archived, edges, revived)
+    return PruneResult(orphans, archived, edges, revived, kept)

@@ -21,6 +21,7 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
     "memvault.profile.diary": ("DIARY",),
     "memvault.temporal.conflict_judge": ("RESOLVE_CONFLICT", "CONFIRM_CHANGE"),
     "memvault.lint.semantic": ("DETECT_CONTRADICTION",),
+    "memvault.lifecycle.digest": ("TIER_DIGEST",),
     "memvault.gardener.tasks": (
         "DEDUP_CLUSTER",
         "DEDUP_VALIDATE",

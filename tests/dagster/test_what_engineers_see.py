@@ -27,6 +27,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.dream
     import assets.dream_checks
     import assets.gardener
+    import assets.lifecycle
     import assets.lint
     import assets.profile
     import pipelines.definitions
@@ -36,6 +37,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     importlib.reload(assets.gardener)
     importlib.reload(assets.lint)
     importlib.reload(assets.profile)
+    importlib.reload(assets.lifecycle)
     return importlib.reload(pipelines.definitions).defs
 
 
@@ -59,11 +61,13 @@ def test_descriptions_owners_and_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     for check in graph.asset_check_keys:
         text = graph.get_check_spec(check).description or ""
         assert len(text) > 30 and not CLAUSE.search(text), (check, text)
-    for name in ("collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job"):
+    jobs = ("collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job")
+    for name in (*jobs, "tiering_job"):
         assert not CLAUSE.search(defs.resolve_job_def(name).description or ""), name
     sensor = defs.resolve_sensor_def("dream_gate_sensor")
     assert not CLAUSE.search(sensor.description or "")
-    for schedule in ("collector_daily", "garden_nightly", "lint_nightly", "profile_nightly"):
+    schedules = ("collector_daily", "garden_nightly", "lint_nightly", "profile_nightly")
+    for schedule in (*schedules, "tiering_daily"):
         assert not CLAUSE.search(defs.resolve_schedule_def(schedule).description or "")
 
 
@@ -78,6 +82,7 @@ def test_kinds_follow_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None
     assert "openai" in kinds["dream_consolidate"] and "openai" in kinds["dream_reflect"]
     assert "openai" not in kinds["dream_signal"] and "openai" not in kinds["garden_decay"]
     assert "openai" in kinds["diary_page"] and "openai" not in kinds["daily_snapshot"]
+    assert "openai" in kinds["tiering"] and "openai" not in kinds["usage_weights"]
     assert all("postgres" in k and "duckdb" not in k for k in kinds.values())
 
 

@@ -48,6 +48,7 @@ from memvault.gardener.adapter import (
     WriteContext,
 )
 from memvault.gardener.similarity import SimilarPairs, similar_pairs
+from memvault.lifecycle.weights import block_weights, feedback_factor
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.backends import ident, sql_literal
@@ -128,6 +129,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         #: Timing of the last duplicate search (the perf test reads it).
         self.last_similarity: SimilarPairs | None = None
         self._vectors: tuple[list[str], np.ndarray] | None = None
+        self._usage: tuple[dt.datetime, set[str]] | None = None
 
     @classmethod
     def open(cls, url: str, **options: Any) -> MemvaultGardenStore:
@@ -241,6 +243,22 @@ class MemvaultGardenStore(UnsupportedMixin):
                 params["after"] = query.after
         tail = f"ORDER BY {key} {direction}, id {direction} LIMIT {int(query.limit)}"
         return self._items(" AND ".join(where), params, tail)
+
+    def kept_by_use(self, ids: Sequence[str], now: dt.datetime) -> set[str]:
+        """Of ``ids``, the blocks whose use says they regained interest: recalled in the last
+        30 days (access multiplier above 1) or net positive feedback. Decay leaves them alone
+        however long ago they were last edited. The signals are read once per ``now`` (one
+        garden run) for every block, then looked up page by page."""
+        if not ids:
+            return set()
+        if self._usage is None or self._usage[0] != now:
+            weights = block_weights(self.store, now)
+            factor = feedback_factor(
+                weights["feedback_boost"].to_numpy(), weights["verdict_score"].to_numpy()
+            )
+            kept = weights.filter((pl.col("access_multiplier") > 1.0) | pl.Series(factor > 1.0))
+            self._usage = (now, set(kept["block_id"].to_list()))
+        return self._usage[1].intersection(ids)
 
     def get_items(self, ids: Sequence[str]) -> list[MemoryItem]:
         self.require(Capability.SEARCH)

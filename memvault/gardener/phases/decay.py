@@ -1,5 +1,8 @@
 """GD2 decay: items untouched for 30 days lose one importance step; low ones get an expiry.
 
+Items whose use says they regained interest (a store that keeps usage signals reports
+them through ``kept_by_use``) are left alone.
+
 Never below the minimum, never a pinned / protected item, and an expiry date
 instead of a proposed deletion. Both are in-place and undoable, so they run in
 either mode. Stalest first: the next run continues where the budget ended,
@@ -19,6 +22,19 @@ _PAGE = 200
 
 def _protected(item: MemoryItem) -> bool:
     return item.pinned or bool(PROTECTED_TAGS & {t.casefold() for t in item.tags})
+
+
+def _kept_by_use(ctx: PhaseContext, items: list[MemoryItem]) -> set[str]:
+    """Items the owner's use says regained interest (stores that can tell; others: none).
+
+    Untouched means not edited and not accessed; a store that keeps usage signals (recalls,
+    +/− feedback, verdicts) can say an old item is wanted again, and such an item is not
+    decayed or given an expiry.
+    """
+    kept_by_use = getattr(ctx.store, "kept_by_use", None)
+    if kept_by_use is None:
+        return set()
+    return set(kept_by_use([i.id for i in items], ctx.now))
 
 
 def run_decay(ctx: PhaseContext) -> None:
@@ -49,9 +65,14 @@ def run_decay(ctx: PhaseContext) -> None:
         if not todo:
             return
         limit = _PAGE + len(passed)
+        kept = _kept_by_use(ctx, todo)
         for item in todo:
             ctx.advance(at=item.id)
-            _decay_one(ctx, item, cutoff, can_expire)
+            if item.id in kept:  # not an action: counted beside the phase's timing
+                metrics = ctx.run.phase_metrics.setdefault("decay", {})
+                metrics["kept_by_use"] = metrics.get("kept_by_use", 0) + 1
+            else:
+                _decay_one(ctx, item, cutoff, can_expire)
             passed.add(item.id)  # looked at once per run, decayed or not
         if len(page) < limit:
             return

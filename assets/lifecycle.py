@@ -1,0 +1,107 @@
+"""The lifecycle track: usage signals, then tiering with one-way digests.
+
+usage_weights reads how the owner uses each block (recalls, +/−, verdicts) and reports it;
+tiering moves each active block to the tier its effective age asks for (hot, warm, cold,
+frozen), writing digests for the blocks that go cold or frozen. Nothing here rewrites
+``importance``: use is honoured by dividing the age, not by changing the data.
+"""
+
+import time
+
+import dagster as dg
+
+from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from memvault.judge.store_cache import StoreJudgeCache
+from memvault.lifecycle.tiering import run_tiering
+from memvault.lifecycle.weights import block_weights, weights_summary
+from memvault.normalize import utcnow
+from resources import JudgeResource, StoreResource, TieringResource
+
+GROUP = "lifecycle"
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds=kinds("polars"),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    description="How the owner uses each active memory block, from the recall log and the "
+    "feedback: an access multiplier of its half-life (each recall extends it, the extension "
+    "wears off over 30 days, at most 10×), the sum of the owner's +/−, and the verdicts of the "
+    "recalls that returned it. Reads only; importance is never rewritten with these.",
+)
+def usage_weights(store: StoreResource) -> dg.MaterializeResult:
+    started = time.monotonic()
+    with store.open() as opened:
+        summary = weights_summary(block_weights(opened, utcnow()))
+    histogram = summary.pop("multiplier_histogram")
+    return dg.MaterializeResult(
+        metadata={
+            **summary,
+            "multiplier_distribution": md_table(histogram, ("access multiplier", "blocks")),
+            "duration_s": round(time.monotonic() - started, 3),
+        }
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[usage_weights],
+    kinds=kinds("polars", llm=True),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    description="Each active block moved to the tier its effective age (age ÷ use) asks for: "
+    "hot, warm (full text), cold (the text becomes a summary of at most 400 characters) or "
+    "frozen (a one-line headline); pinned blocks stay hot. The LLM writes the digests, several "
+    "blocks per call; without one they are extractive and labelled so. A block that comes back "
+    "into use is promoted without a call and keeps its digest. Audited: undoing the run "
+    "restores the full text. A re-run with nothing new writes nothing and asks nothing.",
+)
+def tiering(
+    store: StoreResource, llm: JudgeResource, tiers: TieringResource
+) -> dg.MaterializeResult:
+    with store.open() as opened:
+        judge = llm.build(cache=StoreJudgeCache(opened))
+        before = judge.stats.as_dict()
+        result = run_tiering(opened, judge, config=tiers.config(), dry_run=tiers.dry_run)
+    summary = result.summary()
+    digests = summary["digests"]
+    return dg.MaterializeResult(
+        metadata={
+            "tiering_run_id": summary["run_id"] or "nothing to change",
+            "dry_run": summary["dry_run"],
+            "blocks": summary["blocks"],
+            **{f"{t}_before": n for t, n in summary["tiers_before"].items()},
+            **{f"{t}_after": n for t, n in summary["tiers_after"].items()},
+            "demotions": summary["demotions"],
+            "promotions": summary["promotions"],
+            "by_edge": md_table(summary["by_edge"], ("edge", "blocks")),
+            "digests_llm": int(digests.get("llm", 0)),
+            "digests_extractive": int(digests.get("extractive", 0)),
+            "headlines": int(
+                digests.get("headline_llm", 0) + digests.get("headline_extractive", 0)
+            ),
+            "headlines_extractive": int(digests.get("headline_extractive", 0)),
+            "rejected_replies": summary["rejected_replies"],
+            "judge_failures": summary["judge_failures"],
+            "kept_by_use": summary["kept_by_use"],
+            "rows_written": summary["written"],
+            **judge_metadata(judge, before),
+            "duration_s": summary["duration_s"],
+        }
+    )
+
+
+tiering_job = dg.define_asset_job(
+    "tiering_job",
+    selection=dg.AssetSelection.groups(GROUP),
+    description="Usage signals, then each memory block moved to its tier (digests for the "
+    "cold and frozen ones).",
+)
+
+tiering_daily_schedule = dg.ScheduleDefinition(
+    name="tiering_daily",
+    job=tiering_job,
+    cron_schedule="0 5 * * *",
+    description="Tiering runs daily at 05:00, after the gardener (03:45) and the lint (04:15).",
+)
