@@ -131,8 +131,8 @@ def _list_attitudes(store: str | None, all_versions: bool, as_json: bool) -> Non
         )
     for p in pending:
         out.print(
-            f"waiting for review: {escape(str(p['statement']))!s} replaces "
-            f"{escape(str(p['replaces']))} (`memvault review approve {escape(p['review_id'])}`)",
+            f"waiting for review: {escape(str(p['statement']))} replaces "
+            f"{escape(str(p['replaces']))} (`memvault review approve {escape(str(p['review_id']))}`)",
             highlight=False,
         )
 
