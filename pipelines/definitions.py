@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector, dream, dream_checks, gardener, lint, profile
+from assets import collector, dream, dream_checks, gardener, layers, lint, profile
 from assets.gardener import garden_job, garden_nightly_schedule
+from assets.layers import layers_daily_schedule, layers_job
 from assets.lint import lint_job, lint_nightly_schedule
 from assets.profile import gaps_job, profile_job, profile_nightly_schedule
 from pipelines.jobs import collect_job, collector_schedule, dream_job
@@ -16,12 +17,13 @@ from resources import (
     EmbedderResource,
     GardenerResource,
     JudgeResource,
+    LayersResource,
     LintResource,
     ReviewResource,
     StoreResource,
 )
 
-ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile]
+ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile, layers]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
@@ -37,6 +39,7 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
         "gardener": GardenerResource(),
         "review": ReviewResource(),
         "lint": LintResource(),
+        "layers": LayersResource(),
     }
 
 
@@ -51,12 +54,13 @@ executor = dg.multiprocess_executor.configured(
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
-    jobs=[collect_job, dream_job, garden_job, lint_job, profile_job, gaps_job],
+    jobs=[collect_job, dream_job, garden_job, lint_job, profile_job, gaps_job, layers_job],
     schedules=[
         collector_schedule,
         garden_nightly_schedule,
         lint_nightly_schedule,
         profile_nightly_schedule,
+        layers_daily_schedule,
     ],
     sensors=[dream_gate_sensor],
     resources=build_resources(),
