@@ -41,7 +41,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,6 +51,9 @@ from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, iso, normalize_text, to_utc_naive, utcnow
 from memvault.records import ATTITUDE_CATEGORIES, stable_id
 from memvault.store import Mutation, Store
+
+if TYPE_CHECKING:
+    from memvault.review.policy import ReviewPolicy
 
 #: λ: the share of confidence lost per day without evidence (continuous rate, per day).
 DECAY_PER_DAY = 0.008
@@ -303,7 +306,7 @@ def upsert(
     now: dt.datetime | None = None,
     topic: str | None = None,
     run_id: str | None = None,
-    policy: Any = None,
+    policy: ReviewPolicy | None = None,
 ) -> UpsertResult:
     """State a preference: reinforce, create, or propose a replacement (see the module doc).
 
