@@ -203,3 +203,19 @@ def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMVAULT_ATTITUDE_DECAY_PER_DAY", "fast")
     with pytest.raises(Exception, match="MEMVAULT_ATTITUDE_DECAY_PER_DAY"):
         DecaySettings.from_env()
+
+
+def test_upserts_are_audited_and_undoable(store: Store) -> None:
+    made = attitudes.upsert(store, "tooling", "uses neovim", 0.8, ["s1"], now=T0)
+    again = attitudes.upsert(store, "tooling", "uses Neovim", 0.9, ["s2"], now=day(5))
+    for result in (made, again):
+        phases = store.fetch(
+            "SELECT DISTINCT phase FROM audit_log WHERE run_id = :r", {"r": result.run_id}
+        )
+        assert phases == [("attitudes",)]
+    undo_run(store, str(again.run_id))
+    row = _row(store, str(made.attitude_id))
+    assert json.loads(row["evidence"]) == ["s1"] and row["evidence_at"] == T0
+    assert row["stated_confidence"] == 0.8
+    undo_run(store, str(made.run_id))
+    assert store.fetch("SELECT count(*) FROM attitudes") == [(0,)]
