@@ -219,3 +219,27 @@ def test_upserts_are_audited_and_undoable(store: Store) -> None:
     assert row["stated_confidence"] == 0.8
     undo_run(store, str(made.run_id))
     assert store.fetch("SELECT count(*) FROM attitudes") == [(0,)]
+
+
+def test_the_conflict_planner_reads_an_approved_chain(store: Store) -> None:
+    """The dream retires the older of two preference facts when the attitudes chain says the
+    newer replaced it: a chain written here is one it can follow."""
+    from memvault.temporal.conflicts import _attitudes, _preference_links
+
+    attitudes.upsert(store, "tech_choice", "Ada prefers pandas", 0.8, ["s1"], now=T0)
+    proposed = attitudes.upsert(store, "tech_choice", "Ada prefers Polars", 0.9, ["s2"],
+                                now=day(30))  # fmt: skip
+    decide(store, str(proposed.review_id), "correct")
+    prefs = pl.DataFrame(
+        {
+            "id": ["t1", "t2"],
+            "subject_id": ["ada", "ada"],
+            "predicate": ["prefers", "prefers"],
+            "source_session": ["s1", "s2"],
+            "valid_at": [T0, day(30)],
+            "created_at": [T0, day(30)],
+            "object": ["pandas", "Polars"],
+        }
+    )
+    links = _preference_links(_attitudes(store), prefs)
+    assert links.to_dicts() == [{"old": "t1", "new": "t2"}]
