@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+import memvault
 from memvault import attitudes
 from memvault.attitudes import AttitudeError, DecaySettings
 from memvault.review import decide, list_items
@@ -243,3 +245,21 @@ def test_the_conflict_planner_reads_an_approved_chain(store: Store) -> None:
     )
     links = _preference_links(_attitudes(store), prefs)
     assert links.to_dicts() == [{"old": "t1", "new": "t2"}]
+
+
+def test_topics_survive_export_and_ingest(store: Store, tmp_path: Path) -> None:
+    from memvault.export import write_export
+    from memvault.ingest import ingest_file
+
+    attitudes.upsert(store, "tech_choice", "uses PostgreSQL", 0.8, now=T0, topic="database")
+    attitudes.upsert(store, "tech_choice", "writes Rust", 0.8, now=T0)
+    path = tmp_path / "attitudes.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        write_export(store, fh, ("attitude",))
+    exported = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted(str(r["topic"]) for r in exported) == ["database", "tech_choice"]
+    with memvault.open(f"duckdb://{tmp_path / 'copy.duckdb'}") as copy:
+        ingest_file(copy, path)
+        assert attitudes.chain(copy, "tech_choice", "database")["statement"].to_list() == [
+            "uses PostgreSQL"
+        ]
