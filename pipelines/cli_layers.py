@@ -217,6 +217,13 @@ def _list_skills(store: str | None, as_json: bool) -> None:
             f"{r['last_used_at']:%Y-%m-%d}" if r["last_used_at"] else "—",
         )
     out.print(table)
+    aged = max(r["updated_at"] for r in rows)
+    out.print(
+        f"experience as of {aged:%Y-%m-%d %H:%M} UTC, halving every "
+        f"{rows[0]['half_life_days']:g} days unused (layers_job ages it daily; a use "
+        "updates its skill at once)",
+        highlight=False,
+    )
 
 
 @skills_app.command("use")

@@ -70,7 +70,7 @@ def test_skills_use_and_list(url: str) -> None:
     used = json.loads(out)
     assert (used["level"], used["label"], used["previous_level"]) == ("L2", "have done", "L1")
     code, out, _ = _cli("skills", "--store", url)
-    assert "have done" in out and "Rust" in out
+    assert "have done" in out and "Rust" in out and "halving every 90 days" in out
     code, out, _ = _cli("skills", "--store", url, "--json")
     (skill,) = json.loads(out)["skills"]
     assert skill["uses"] == 2 and skill["xp"] == pytest.approx(3.0, abs=1e-3)
