@@ -13,8 +13,8 @@ day, threshold 0.5) even a preference stated with full confidence stops binding
 after ln 2 / 0.008 ≈ 87 days without new evidence; one stated at 0.9 binds for
 about 73 days.
 
-Version chains: a statement is matched to the chain of its ``(category, topic)``;
-the topic defaults to the category, so by default there is one chain per
+Version chains: a statement is matched to the chain of its ``(category, topic)``
+(topics compare case-insensitively); the topic defaults to the category, so by default there is one chain per
 category, as the demo histories have. The chain's current version is the one
 without ``superseded_at``.
 
@@ -66,6 +66,8 @@ WEIGHT_FACTOR = 0.5
 PHASE = "attitudes"
 REVIEW_KIND = "attitude"
 _DIGITS = 6  # stored confidences are rounded, so a re-run at the same time compares equal
+#: A decay pass leaves alone a confidence that moved less than this (minutes of decay).
+MIN_CHANGE = 1e-4
 
 Status = Literal["created", "reinforced", "replaced", "queued", "already_queued"]
 
@@ -148,12 +150,17 @@ def _all_rows(store: Store, where: str = "", params: dict[str, Any] | None = Non
     return frame.with_columns(pl.coalesce("topic", "category").alias("topic"))
 
 
+def topic_key(topic: str | None, category: str) -> str:
+    """The topic a statement is filed under: lower case, single spaces; the category if empty."""
+    return " ".join(normalize_text(topic or "").split()).lower() or category
+
+
 def chain(store: Store, category: str, topic: str | None = None) -> pl.DataFrame:
-    """Every version of one (category, topic), oldest first."""
+    """Every version of one (category, topic), oldest first (topics compare case-insensitively)."""
     return _all_rows(
         store,
-        "category = :c AND coalesce(topic, category) = :t",
-        {"c": category, "t": topic or category},
+        "category = :c AND lower(coalesce(topic, category)) = :t",
+        {"c": category, "t": topic_key(topic, category)},
     ).sort("created_at", "id")
 
 
@@ -325,7 +332,7 @@ def upsert(
         raise AttitudeError("an attitude needs a statement")
     if not 0.0 <= confidence <= 1.0:
         raise AttitudeError(f"confidence {confidence} is not between 0 and 1")
-    topic = normalize_text(topic or "") or category
+    topic = topic_key(topic, category)
     now = to_utc_naive(now) if now else utcnow()
     evidence = list(evidence or [])
     policy = policy or ReviewPolicy()
@@ -410,7 +417,7 @@ def upsert(
 def apply_approved(store: Store, m: Mutation, proposal: dict[str, Any]) -> str:
     """Apply an approved replacement against the chain as it is now (the review's applier)."""
     category = check_category(str(proposal["category"]))
-    topic = str(proposal.get("topic") or category)
+    topic = topic_key(proposal.get("topic"), category)
     statement = str(proposal["statement"])
     confidence = float(proposal.get("confidence", DEFAULT_CONFIDENCE))
     evidence = [str(e) for e in proposal.get("evidence") or []]
@@ -433,7 +440,8 @@ def decay_attitudes(
     store: Store, now: dt.datetime, run_id: str, settings: DecaySettings | None = None
 ) -> DecayReport:
     """Write each current preference's confidence decayed to ``now`` (audited, phase
-    ``attitudes``). Deterministic in ``now``: a second pass at the same time writes nothing."""
+    ``attitudes``). Deterministic in ``now``: a second pass at the same time writes nothing,
+    nor does one that would move no confidence by ``MIN_CHANGE`` or more."""
     now = to_utc_naive(now)
     settings = settings or DecaySettings.from_env()
     current = with_decay(_all_rows(store, "superseded_at IS NULL"), now, settings)
@@ -442,7 +450,7 @@ def decay_attitudes(
         return report
     was_binding = pl.col("confidence") >= settings.binding_threshold
     changed = current.filter(
-        ((pl.col("decayed") - pl.col("confidence")).abs() > 1e-9)
+        ((pl.col("decayed") - pl.col("confidence")).abs() >= MIN_CHANGE)
         | pl.col("stated_confidence").is_null()
     )
     report.binding = int(current["binding"].sum())

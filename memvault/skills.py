@@ -31,6 +31,8 @@ LEVEL_LABELS: dict[str, str] = {"L1": "heard of", "L2": "have done", "L3": "can 
 EVIDENCE_KEPT = 5
 PHASE = "skills"
 _XP_DIGITS = 4  # experience is compared at this precision (a re-run at the same time is equal)
+#: A recomputation leaves alone experience that moved less than this (minutes of decay).
+XP_MIN_CHANGE = 0.01
 
 
 def half_life_days() -> float:
@@ -203,7 +205,8 @@ def decay_skills(
     store: Store, now: dt.datetime, run_id: str, half_life: float | None = None
 ) -> SkillDecayReport:
     """Recompute every skill's experience and level at ``now`` (unused skills move down:
-    L3 → L2 → L1), writing only the skills whose level, experience, uses or evidence changed."""
+    L3 → L2 → L1), writing only the skills whose level, uses or evidence changed or whose
+    experience moved by ``XP_MIN_CHANGE`` or more."""
     now = to_utc_naive(now)
     half_life = half_life or half_life_days()
     fresh = compute_skills(store.read_table("skill_uses"), now, half_life)
@@ -223,7 +226,7 @@ def decay_skills(
     changed = joined.filter(
         pl.col("old_level").is_null()
         | (pl.col("level") != pl.col("old_level"))
-        | ((pl.col("xp") - pl.col("old_xp")).abs() > 10.0**-_XP_DIGITS)
+        | ((pl.col("xp") - pl.col("old_xp")).abs() >= XP_MIN_CHANGE)
         | (pl.col("uses") != pl.col("old_uses"))
         | (pl.col("evidence") != pl.col("old_evidence"))
         | (pl.col("half_life_days") != pl.col("old_half_life"))

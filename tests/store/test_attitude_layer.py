@@ -129,6 +129,8 @@ def test_topics_keep_separate_chains(store: Store) -> None:
     b = attitudes.upsert(store, "tech_choice", "writes Rust", 0.8, now=T0, topic="language")
     assert a.status == b.status == "created"
     assert attitudes.chain(store, "tech_choice", "database")["id"].to_list() == [a.attitude_id]
+    same = attitudes.upsert(store, "tech_choice", "Uses PostgreSQL", 0.9, now=T0, topic="Database")
+    assert same.status == "reinforced" and same.attitude_id == a.attitude_id
 
 
 @pytest.mark.parametrize(
