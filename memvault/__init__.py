@@ -1,11 +1,13 @@
 """memvault: the background track that keeps an AI agent's long-term memory healthy.
 
 This package is the domain core (no Dagster import). ``memvault.open(url)``
-is the entry point of the Python API.
+is the entry point of the Python API; ``memvault.attitudes.upsert(store, ...)``
+and ``memvault.skills.record_use(store, ...)`` write the preference and skill layers.
 """
 
 from __future__ import annotations
 
+from memvault import attitudes, skills
 from memvault.store import Store
 
 __version__ = "0.1.0"
@@ -16,4 +18,4 @@ def open(url: str, *, read_only: bool = False) -> Store:
     return Store.open(url, read_only=read_only)
 
 
-__all__ = ["Store", "__version__", "open"]
+__all__ = ["Store", "__version__", "attitudes", "open", "skills"]

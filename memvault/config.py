@@ -75,3 +75,19 @@ def claude_projects_dir() -> Path | None:
         return None if value.strip().lower() in ("", "none", "off") else Path(value).expanduser()
     default = Path.home() / ".claude" / "projects"
     return default if default.is_dir() else None
+
+
+def env_number(name: str, default: float) -> float:
+    """A positive number from the environment variable ``name`` (unset or empty: ``default``)."""
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        from memvault.errors import MemvaultError
+
+        raise MemvaultError(f"{name}={raw!r}: give a positive number (default {default:g})")
+    return value

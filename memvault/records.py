@@ -307,6 +307,9 @@ class AttitudeRecord(Record):
     type: Literal["attitude"] = "attitude"
     id: str | None = None
     category: Literal[ATTITUDE_CATEGORIES]  # type: ignore[valid-type]
+    #: Narrower than the category: a new statement replaces the current version of the same
+    #: (category, topic); empty means the category itself.
+    topic: str | None = None
     statement: str
     confidence: Unit = 0.7
     weight: Unit = 1.0

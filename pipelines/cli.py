@@ -4,7 +4,8 @@ Every command takes ``--store URL`` (else ``MEMVAULT_STORE``, else
 ``duckdb://.memvault/memvault.duckdb``); ``--json`` prints one JSON object for
 machines. A failure prints one line naming the cause and exits non-zero. The
 shared machinery lives in ``pipelines.cli_common``; the dream and gardener
-commands in ``pipelines.cli_dream`` and ``pipelines.cli_garden``.
+commands in ``pipelines.cli_dream`` and ``pipelines.cli_garden``; the preference and
+skill layers in ``pipelines.cli_layers``.
 """
 
 from __future__ import annotations
@@ -384,10 +385,13 @@ def ui(
 # The dream commands register themselves on `app` when imported; the gardener is a sub-app.
 from pipelines import cli_dream, cli_inbox, cli_lifecycle, cli_profile  # noqa: E402, F401
 from pipelines.cli_garden import garden_app  # noqa: E402
+from pipelines.cli_layers import attitudes_app, skills_app  # noqa: E402
 from pipelines.cli_review import review_app  # noqa: E402
 
 app.add_typer(garden_app, name="garden")
 app.add_typer(review_app, name="review")
+app.add_typer(attitudes_app, name="attitudes")
+app.add_typer(skills_app, name="skills")
 
 
 def main() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector, dream, dream_checks, gardener, lifecycle, lint, profile
+from assets import collector, dream, dream_checks, gardener, layers, lifecycle, lint, profile
 from assets.gardener import garden_job, garden_nightly_schedule
+from assets.layers import layers_daily_schedule, layers_job
 from assets.lifecycle import tiering_daily_schedule, tiering_job
 from assets.lint import lint_job, lint_nightly_schedule
 from assets.profile import gaps_job, profile_job, profile_nightly_schedule
@@ -17,13 +18,14 @@ from resources import (
     EmbedderResource,
     GardenerResource,
     JudgeResource,
+    LayersResource,
     LintResource,
     ReviewResource,
     StoreResource,
     TieringResource,
 )
 
-ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile, lifecycle]
+ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile, layers, lifecycle]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
@@ -40,6 +42,7 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
         "review": ReviewResource(),
         "lint": LintResource(),
         "tiers": TieringResource(),
+        "layers": LayersResource(),
     }
 
 
@@ -54,12 +57,22 @@ executor = dg.multiprocess_executor.configured(
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
-    jobs=[collect_job, dream_job, garden_job, lint_job, profile_job, gaps_job, tiering_job],
+    jobs=[
+        collect_job,
+        dream_job,
+        garden_job,
+        lint_job,
+        profile_job,
+        gaps_job,
+        layers_job,
+        tiering_job,
+    ],
     schedules=[
         collector_schedule,
         garden_nightly_schedule,
         lint_nightly_schedule,
         profile_nightly_schedule,
+        layers_daily_schedule,
         tiering_daily_schedule,
     ],
     sensors=[dream_gate_sensor],

@@ -1,8 +1,7 @@
 """`memvault demo`: a generated history, a fresh store, and memvault's jobs run on it.
 
-The jobs run one after the other, as a night would run them (``collect_job``,
-``dream_job``, ``garden_job``, ``lint_job``, then ``gaps_job``), each a named run in the
-Dagster instance the UI reads. Then every day of the history gets its daily
+The jobs of :data:`NIGHT` run one after the other, as a night would run them, each a named
+run in the Dagster instance the UI reads. Then every day of the history gets its daily
 profile: the partitions start at the history's first day (recorded for the
 code location in ``$DAGSTER_HOME/memvault-profile.json``) and ``profile_job``
 runs over them in batches of days, so the assets' Partitions tab shows them all.
@@ -36,7 +35,15 @@ from resources import CollectorSourcesResource
 
 #: The jobs of one night, in order: every job but the daily profile, which is backfilled. The
 #: launch tests run the same list.
-NIGHT = ("collect_job", "dream_job", "garden_job", "lint_job", "gaps_job")
+NIGHT = (
+    "collect_job",
+    "dream_job",
+    "garden_job",
+    "lint_job",
+    "gaps_job",
+    "layers_job",
+    "tiering_job",
+)
 
 
 def _is_demo_store(store: Store) -> bool:

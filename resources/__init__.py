@@ -4,6 +4,7 @@ from resources.collector import CollectorSourcesResource
 from resources.dream import DreamResource
 from resources.embedder import EmbedderResource
 from resources.gardener import GardenerResource
+from resources.layers import LayersResource
 from resources.llm import JudgeResource
 from resources.review import LintResource, ReviewResource
 from resources.store import StoreResource
@@ -15,6 +16,7 @@ __all__ = [
     "EmbedderResource",
     "GardenerResource",
     "JudgeResource",
+    "LayersResource",
     "LintResource",
     "ReviewResource",
     "StoreResource",

@@ -8,6 +8,9 @@
 * ``garden`` — "correct" approves the proposal (the next garden run executes it);
   "wrong" rejects it.
 * ``lint:archive-entity`` — "correct" archives the entity (never deletes it).
+* ``attitude`` — a preference that replaces the current version of its topic:
+  "correct" makes it the new version (the old one is superseded, kept, with a
+  lower weight); "wrong" keeps the current preference as it is.
 * ``memory`` — a fact kept with low confidence: "correct" confirms it (confidence
   1), "wrong" invalidates it (kept, dated, no longer believed).
 """
@@ -92,7 +95,16 @@ def apply_memory(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) 
     return f"invalidated fact {item.target_id} (kept, no longer believed)"
 
 
+def apply_attitude(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    if verdict == "wrong":
+        return "kept the current preference"
+    from memvault.attitudes import apply_approved
+
+    return apply_approved(store, m, item.proposal)
+
+
 def register_all() -> None:
+    register_applier("attitude", apply_attitude)
     register_applier("conflict", apply_conflict)
     register_applier("garden", apply_garden)
     register_applier("lint:archive-entity", apply_archive_entity)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.definitions import defs
+from pipelines.demo import NIGHT
 from tests.helpers import FIXTURES, clear_cli_environment
 
 SMALL = FIXTURES / "small_history.jsonl"
@@ -114,13 +115,7 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
     assert set(summary["assets"]) == {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert summary["assets"]["dream_consolidate"]["supersedes"] >= 1
     # Each job of the night is a named run in the instance the UI reads.
-    assert set(summary["dagster_runs"]) == {
-        "collect_job",
-        "dream_job",
-        "garden_job",
-        "lint_job",
-        "gaps_job",
-    }
+    assert set(summary["dagster_runs"]) == set(NIGHT)
     profile = summary["profile"]
     with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
         runs = [*summary["dagster_runs"].items(), *(("profile_job", r) for r in profile["runs"])]

@@ -37,6 +37,8 @@ EXPECTED_GRAPH = {
     "knowledge_gaps": {"group": "profile", "deps": {"dream_signal"}},
     "usage_weights": {"group": "lifecycle", "deps": set()},
     "tiering": {"group": "lifecycle", "deps": {"usage_weights"}},
+    "attitude_decay": {"group": "layers", "deps": set()},
+    "skill_levels": {"group": "layers", "deps": set()},
 }
 
 
@@ -64,6 +66,7 @@ JOBS = (
     "profile_job",
     "gaps_job",
     "tiering_job",
+    "layers_job",
 )
 
 
@@ -114,3 +117,5 @@ def test_checks_and_schedules() -> None:
     assert profile.job_name == "profile_job" and profile.cron_schedule == "30 4 * * *"
     tiering = defs.resolve_schedule_def("tiering_daily")
     assert tiering.job_name == "tiering_job" and tiering.cron_schedule == "0 5 * * *"
+    layers = defs.resolve_schedule_def("layers_daily")
+    assert layers.job_name == "layers_job" and layers.cron_schedule == "45 4 * * *"

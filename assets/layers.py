@@ -1,0 +1,160 @@
+"""The preference and skill layers, aged once a day.
+
+attitude_decay writes each current preference's confidence decayed to now and
+says which still bind; skill_levels recomputes every skill's experience and
+level, so an unused skill moves down (can teach → have done → heard of). Both
+write only what changed, audited, and a second run at the same time writes
+nothing.
+"""
+
+import datetime as dt
+import time
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from assets.common import OWNERS, STORE_POOL, kinds, md_table, timestamp
+from memvault.attitudes import REVIEW_KIND, binding, decay_attitudes
+from memvault.normalize import to_utc_naive, utcnow
+from memvault.review import list_items
+from memvault.skills import LEVEL_LABELS, decay_skills, skill_table
+from memvault.store import Store
+from resources import LayersResource, StoreResource
+
+LAYERS_GROUP = "layers"
+
+
+class LayersConfig(dg.Config):
+    """The time the layers are aged to (a re-run for the same time writes nothing)."""
+
+    as_of: str | None = Field(
+        default=None, description="ISO time to age the layers to (default: now, UTC)"
+    )
+
+    def now(self) -> dt.datetime:
+        return to_utc_naive(dt.datetime.fromisoformat(self.as_of)) if self.as_of else utcnow()
+
+
+def _in_run(store: Store, kind: str, context: dg.AssetExecutionContext, work: Any) -> Any:
+    run_id = store.begin_run(kind, {"dagster_run_id": context.run.run_id})
+    try:
+        report = work(run_id)
+    except Exception as exc:
+        store.finish_run(run_id, "failed", error=str(exc))
+        raise
+    store.finish_run(run_id, "succeeded", report.as_dict())
+    return report, run_id
+
+
+@dg.asset(
+    group_name=LAYERS_GROUP,
+    kinds=kinds("polars"),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    description="The owner's preferences, aged: each current preference's confidence decays "
+    "from the value it was stated with, exp(−λ · days since its last evidence), and it stops "
+    "binding below the binding threshold (by default after about three months without "
+    "evidence). Audited; a second run for the same time writes nothing.",
+)
+def attitude_decay(
+    context: dg.AssetExecutionContext,
+    config: LayersConfig,
+    store: StoreResource,
+    layers: LayersResource,
+) -> dg.MaterializeResult:
+    started, now, settings = time.monotonic(), config.now(), layers.decay()
+    with store.open() as opened:
+        report, run_id = _in_run(
+            opened, "attitude_decay", context,
+            lambda run: decay_attitudes(opened, now, run, settings),
+        )  # fmt: skip
+        current = binding(opened, now, settings)
+        waiting = len(list_items(opened, kinds=[REVIEW_KIND]))
+    stopped = [
+        {
+            "category": r["category"],
+            "statement": r["statement"],
+            "confidence": f"{r['decayed']:.2f}",
+            "days_since_evidence": f"{r['days_since_evidence']:.0f}",
+        }
+        for r in current.filter(current["id"].is_in(report.stopped_binding)).iter_rows(named=True)
+    ]
+    return dg.MaterializeResult(
+        metadata={
+            "decayed": report.decayed,
+            "still_binding": report.binding,
+            "no_longer_binding": report.not_binding,
+            "stopped_binding_now": len(report.stopped_binding),
+            "waiting_for_review": waiting,
+            "decay_per_day": settings.decay_per_day,
+            "binding_threshold": settings.binding_threshold,
+            "aged_to": timestamp(now),
+            "run_id": run_id,
+            "duration_s": round(time.monotonic() - started, 3),
+            "stopped_binding": md_table(stopped[:20]),
+        }
+    )
+
+
+@dg.asset(
+    group_name=LAYERS_GROUP,
+    kinds=kinds("polars"),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    description="The owner's skills, aged: every skill's experience is recomputed with its "
+    "half-life, so its level follows use (heard of, have done, can teach) and "
+    "moves down when the skill goes unused. Writes only the skills that changed, audited.",
+)
+def skill_levels(
+    context: dg.AssetExecutionContext,
+    config: LayersConfig,
+    store: StoreResource,
+    layers: LayersResource,
+) -> dg.MaterializeResult:
+    started, now = time.monotonic(), config.now()
+    with store.open() as opened:
+        report, run_id = _in_run(
+            opened, "skill_levels", context,
+            lambda run: decay_skills(opened, now, run, layers.skill_half_life_days),
+        )  # fmt: skip
+        table = skill_table(opened)
+    shown = [
+        {
+            "skill": r["name"],
+            "level": f"{r['level']} {LEVEL_LABELS[r['level']]}",
+            "experience": f"{r['xp']:.2f}",
+            "uses": r["uses"],
+        }
+        for r in table.head(30).iter_rows(named=True)
+    ]
+    moved = [{"skill": n, "change": "up"} for n in report.up] + [
+        {"skill": n, "change": "down"} for n in report.down
+    ]
+    return dg.MaterializeResult(
+        metadata={
+            **report.as_dict(),
+            "half_life_days": layers.skill_half_life_days,
+            "aged_to": timestamp(now),
+            "run_id": run_id,
+            "duration_s": round(time.monotonic() - started, 3),
+            "level_changes": md_table(moved[:30]),
+            "skills": md_table(shown),
+        }
+    )
+
+
+layers_job = dg.define_asset_job(
+    "layers_job",
+    selection=dg.AssetSelection.groups(LAYERS_GROUP),
+    description="Ages the preference and skill layers: decayed confidences, which preferences "
+    "still bind, skill levels.",
+)
+
+layers_daily_schedule = dg.ScheduleDefinition(
+    name="layers_daily",
+    job=layers_job,
+    cron_schedule="45 4 * * *",
+    description="The preference and skill layers are aged daily at 04:45, after the lint "
+    "(04:15) and the daily profile (04:30).",
+)
