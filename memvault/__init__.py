@@ -6,6 +6,7 @@ is the entry point of the Python API.
 
 from __future__ import annotations
 
+from memvault.recall import feedback, recall
 from memvault.store import Store
 
 __version__ = "0.1.0"
@@ -16,4 +17,4 @@ def open(url: str, *, read_only: bool = False) -> Store:
     return Store.open(url, read_only=read_only)
 
 
-__all__ = ["Store", "__version__", "open"]
+__all__ = ["Store", "__version__", "feedback", "open", "recall"]
