@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector, dream, dream_checks, gardener, lint, profile
+from assets import collector, dream, dream_checks, gardener, lint, profile, read_path
 from assets.gardener import garden_job, garden_nightly_schedule
 from assets.lint import lint_job, lint_nightly_schedule
 from assets.profile import gaps_job, profile_job, profile_nightly_schedule
+from assets.read_path import prefetch_hourly_schedule, prefetch_job
 from pipelines.jobs import collect_job, collector_schedule, dream_job
 from pipelines.sensors import dream_gate_sensor
 from resources import (
@@ -21,7 +22,7 @@ from resources import (
     StoreResource,
 )
 
-ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile]
+ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile, read_path]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
@@ -51,12 +52,13 @@ executor = dg.multiprocess_executor.configured(
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_checks,
-    jobs=[collect_job, dream_job, garden_job, lint_job, profile_job, gaps_job],
+    jobs=[collect_job, dream_job, garden_job, lint_job, profile_job, gaps_job, prefetch_job],
     schedules=[
         collector_schedule,
         garden_nightly_schedule,
         lint_nightly_schedule,
         profile_nightly_schedule,
+        prefetch_hourly_schedule,
     ],
     sensors=[dream_gate_sensor],
     resources=build_resources(),

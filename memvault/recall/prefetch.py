@@ -32,6 +32,7 @@ from typing import Any
 
 import polars as pl
 
+from memvault.errors import MemvaultError
 from memvault.ids import stable_id
 from memvault.normalize import utcnow
 from memvault.recall.recaller import Recaller, signature_of
@@ -360,3 +361,27 @@ def run_prefetch(
         raise
     store.finish_run(run_id, "succeeded", report.as_dict())
     return report
+
+
+def settings_from_env(environ: dict[str, str] | None = None) -> dict[str, float]:
+    """``MEMVAULT_PREFETCH_TTL_HOURS`` and ``MEMVAULT_PREFETCH_PREDICTIONS`` (else the defaults)."""
+    import os
+
+    env = os.environ if environ is None else environ
+
+    def number(name: str, default: float) -> float:
+        raw = (env.get(name) or "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise MemvaultError(f"{name}={raw!r} is not a number") from None
+        if value <= 0:
+            raise MemvaultError(f"{name} must be positive, not {raw}")
+        return value
+
+    return {
+        "ttl_hours": number("MEMVAULT_PREFETCH_TTL_HOURS", TTL_HOURS),
+        "limit": number("MEMVAULT_PREFETCH_PREDICTIONS", MAX_PREDICTIONS),
+    }

@@ -35,6 +35,7 @@ EXPECTED_GRAPH = {
     "interest_90d": {"group": "profile", "deps": {"daily_snapshot"}},
     "diary_page": {"group": "profile", "deps": {"daily_snapshot", "interest_7d"}},
     "knowledge_gaps": {"group": "profile", "deps": {"dream_signal"}},
+    "prefetch_cache": {"group": "read_path", "deps": {"memory_embeddings"}},
 }
 
 
@@ -54,7 +55,15 @@ def test_asset_graph_snapshot() -> None:
     assert actual == EXPECTED_GRAPH
 
 
-JOBS = ("collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job")
+JOBS = (
+    "collect_job",
+    "dream_job",
+    "garden_job",
+    "lint_job",
+    "profile_job",
+    "gaps_job",
+    "prefetch_job",
+)
 
 
 def test_every_step_that_opens_the_store_shares_one_pool() -> None:
@@ -102,3 +111,5 @@ def test_checks_and_schedules() -> None:
     assert lint.job_name == "lint_job" and lint.cron_schedule == "15 4 * * *"
     profile = defs.resolve_schedule_def("profile_nightly")
     assert profile.job_name == "profile_job" and profile.cron_schedule == "30 4 * * *"
+    prefetch = defs.resolve_schedule_def("prefetch_hourly")
+    assert prefetch.job_name == "prefetch_job" and prefetch.cron_schedule == "5 * * * *"

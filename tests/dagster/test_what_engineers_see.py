@@ -29,6 +29,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.gardener
     import assets.lint
     import assets.profile
+    import assets.read_path
     import pipelines.definitions
 
     for module in (assets.common, assets.collector, assets.dream, assets.dream_checks):
@@ -36,6 +37,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     importlib.reload(assets.gardener)
     importlib.reload(assets.lint)
     importlib.reload(assets.profile)
+    importlib.reload(assets.read_path)
     return importlib.reload(pipelines.definitions).defs
 
 
@@ -59,11 +61,16 @@ def test_descriptions_owners_and_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     for check in graph.asset_check_keys:
         text = graph.get_check_spec(check).description or ""
         assert len(text) > 30 and not CLAUSE.search(text), (check, text)
-    for name in ("collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job"):
+    for name in (
+        "collect_job", "dream_job", "garden_job", "lint_job", "profile_job", "gaps_job",
+        "prefetch_job",
+    ):  # fmt: skip
         assert not CLAUSE.search(defs.resolve_job_def(name).description or ""), name
     sensor = defs.resolve_sensor_def("dream_gate_sensor")
     assert not CLAUSE.search(sensor.description or "")
-    for schedule in ("collector_daily", "garden_nightly", "lint_nightly", "profile_nightly"):
+    for schedule in (
+        "collector_daily", "garden_nightly", "lint_nightly", "profile_nightly", "prefetch_hourly",
+    ):  # fmt: skip
         assert not CLAUSE.search(defs.resolve_schedule_def(schedule).description or "")
 
 
