@@ -153,7 +153,9 @@ class Recaller:
         now = now or utcnow()
         if limit < 1:
             raise ValueError("limit must be at least 1")
+        previous = self.index
         index = self.ready(store)
+        built_ms = (time.perf_counter() - started) * 1000 if index is not previous else 0.0
         intent, entity_ids, names = self.understand(store, query, index)
         signature = signature_of(intent, entity_ids)
         result = RecallResult(
@@ -163,6 +165,7 @@ class Recaller:
             intent=intent,
             entities=entity_ids,
             entity_names=names,
+            index_build_ms=round(built_ms, 3),
         )
         cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now})
         if cached:

@@ -55,7 +55,8 @@ class RecallResult(BaseModel):
     prefetch_id: str | None = None
     search_mode: str = "hybrid"  # hybrid (vectors + keywords) | keywords (no vectors of the model)
     gap_hint: GapHint | None = None
-    latency_ms: float = 0.0
+    latency_ms: float = 0.0  # what the caller waited, an index build included
+    index_build_ms: float = 0.0  # the part spent building the search index (first recall)
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
