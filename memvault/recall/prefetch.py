@@ -35,7 +35,7 @@ import polars as pl
 from memvault.errors import MemvaultError
 from memvault.ids import stable_id
 from memvault.normalize import utcnow
-from memvault.recall.recaller import Recaller, signature_of
+from memvault.recall.recaller import Recaller, naive_utc, signature_of
 from memvault.store import Store
 
 #: Predictions searched per run, at most.
@@ -172,7 +172,7 @@ def predict(
     store: Store, now: dt.datetime | None = None, *, limit: int = MAX_PREDICTIONS
 ) -> list[Prediction]:
     """The signatures most likely asked next, strongest first (at most ``limit``)."""
-    now = now or utcnow()
+    now = naive_utc(now) if now is not None else utcnow()
     found: list[Prediction] = []
     log = _recalls(store, now - dt.timedelta(days=WINDOW_DAYS), now)
     if log.height:
@@ -252,7 +252,7 @@ def refresh_prefetch(
 ) -> PrefetchReport:
     """Predict, search and write the cache; unchanged valid entries are left alone."""
     started = time.perf_counter()
-    now = now or utcnow()
+    now = naive_utc(now) if now is not None else utcnow()
     report = PrefetchReport(run_id=run_id)
     predictions = predict(store, now, limit=limit)
     report.predictions = len(predictions)
@@ -350,7 +350,7 @@ def run_prefetch(
 ) -> PrefetchReport:
     """One prefetch run (kind ``prefetch``): refresh the cache, then measure the hit rate of
     the last ``hit_window_hours``."""
-    now = now or utcnow()
+    now = naive_utc(now) if now is not None else utcnow()
     recaller = recaller or Recaller()
     run_id = store.begin_run("prefetch", {"dagster_run_id": dagster_run_id, "now": now})
     try:

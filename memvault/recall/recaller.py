@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from memvault.embed import Embedder, make_embedder
+from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
@@ -28,6 +30,8 @@ from memvault.store import Store
 CANDIDATES_PER_RESULT = 4
 #: A block's owner feedback (sum of +/-) moves its score this much per point, at most ±3 points.
 FEEDBACK_WEIGHT = 0.03
+#: Seconds a recall trusts its index before asking the store what changed.
+REFRESH_SECONDS = 1.0
 #: Current facts returned about the named entities, at most.
 MAX_FACTS = 10
 
@@ -49,9 +53,30 @@ ORDER BY created_at DESC, id LIMIT 1
 """
 
 
+def refresh_interval(environ: dict[str, str] | None = None) -> float:
+    """Seconds a recall trusts the index without asking the store what changed
+    (``MEMVAULT_RECALL_REFRESH_S``, default 1; 0 asks before every recall)."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("MEMVAULT_RECALL_REFRESH_S") or "").strip()
+    try:
+        value = float(raw) if raw else REFRESH_SECONDS
+    except ValueError:
+        raise MemvaultError(
+            f"MEMVAULT_RECALL_REFRESH_S={raw!r} is not a number of seconds"
+        ) from None
+    if value < 0:
+        raise MemvaultError("MEMVAULT_RECALL_REFRESH_S must be 0 or more")
+    return value
+
+
 def signature_of(intent: str | None, entity_ids: list[str]) -> str:
     """``intent|sorted entity ids``: what knowledge gaps and prefetch match recalls by."""
     return f"{intent or '-'}|{','.join(sorted(entity_ids))}"
+
+
+def naive_utc(value: dt.datetime) -> dt.datetime:
+    """The store's convention: naive datetimes in UTC."""
+    return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
 
 
 def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -64,10 +89,20 @@ def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
 class Recaller:
     """Search and recall over one store; the index stays in memory between calls."""
 
-    def __init__(self, embedder: Embedder | None = None, *, embedder_spec: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        embedder_spec: str | None = None,
+        refresh_seconds: float | None = None,
+    ) -> None:
         self._embedder = embedder
         self._spec = embedder_spec
+        self.refresh_seconds = (
+            refresh_seconds if refresh_seconds is not None else refresh_interval()
+        )
         self.index: SearchIndex | None = None
+        self._checked = 0.0
 
     @property
     def embedder(self) -> Embedder:
@@ -83,8 +118,9 @@ class Recaller:
         """The index, built on first use and brought up to date with the store."""
         if self.index is None:
             self.index = SearchIndex.build(store, self.model)
-        else:
+        elif time.monotonic() - self._checked >= self.refresh_seconds:
             self.index = self.index.refresh(store)
+        self._checked = time.monotonic()
         return self.index
 
     # -- understanding ------------------------------------------------------------------------
@@ -150,7 +186,7 @@ class Recaller:
     ) -> RecallResult:
         """Answer ``query`` and record it (recall_log, block access), unless ``record`` is False."""
         started = time.perf_counter()
-        now = now or utcnow()
+        now = naive_utc(now) if now is not None else utcnow()
         if limit < 1:
             raise ValueError("limit must be at least 1")
         previous = self.index
@@ -206,8 +242,6 @@ _RECALLERS: dict[tuple[str, str | None], Recaller] = {}
 
 def recaller_for(store: Store, embedder_spec: str | None = None) -> Recaller:
     """The process's recaller for ``store`` (its index is kept between calls)."""
-    import os
-
     spec = embedder_spec or os.environ.get("MEMVAULT_EMBEDDER")
     key = (store.url, spec)
     if key not in _RECALLERS:

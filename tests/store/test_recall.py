@@ -136,7 +136,7 @@ def test_the_index_reads_new_and_archived_blocks_without_a_rebuild(
 ) -> None:
     from memvault.records import BlockRecord
 
-    recaller = Recaller(HashingEmbedder())
+    recaller = Recaller(HashingEmbedder(), refresh_seconds=0)
     recaller.ready(filled)
     hits, _ = recaller.search(filled, "kubernetes helm chart", [], 3)
     assert "b_helm" not in [h.block_id for h in hits]
