@@ -15,8 +15,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.errors import MemvaultError
-from memvault.recall import feedback as give_feedback
-from memvault.recall import recall as run_recall
 from pipelines.cli_common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
 
 
@@ -37,6 +35,8 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall the memories that best answer QUERY (recorded; rate it with `memvault feedback`)."""
+    from memvault.recall import recall as run_recall
+
     with opened(store) as handle:
         result = run_recall(handle, query, limit=limit, session_id=session)
     if as_json:
@@ -95,6 +95,8 @@ def feedback(
     as_json: JsonOpt = False,
 ) -> None:
     """Tell memvault whether a recall was right (verdict) or which blocks helped (+/-)."""
+    from memvault.recall import feedback as give_feedback
+
     with opened(store) as handle:
         report = give_feedback(handle, recall_id, verdict, block_id=block, note=note)
     if as_json:
