@@ -8,6 +8,9 @@ process (see :class:`Recaller`); every recall is recorded and can be undone.
 from __future__ import annotations
 
 import datetime as dt
+import sys
+import types
+from typing import Any
 
 from memvault.recall.feedback import FeedbackError, FeedbackReport, feedback
 from memvault.recall.recaller import Recaller, recaller_for, signature_of
@@ -26,6 +29,16 @@ def recall(
     """The blocks that best answer ``query`` (recorded in recall_log; see :class:`Recaller`)."""
     return recaller_for(store).recall(store, query, limit=limit, session_id=session_id, now=now)
 
+
+class _CallableModule(types.ModuleType):
+    """``memvault.recall`` is this package and the function: importing the package makes it an
+    attribute of ``memvault`` in place of the function, so calling the package recalls."""
+
+    def __call__(self, store: Store, query: str, **options: Any) -> RecallResult:
+        return recall(store, query, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
     "Fact",

@@ -12,10 +12,12 @@ Predictions come from three places, each a weight per query signature
 
 An entity becomes a signature with the intent the owner used most with it
 (else the usual one for its type). For the strongest predictions the search
-runs now and its result ids go to ``prefetch_cache`` (one row per signature,
-valid ``ttl_hours``); a recall with the same signature is then served from it.
-A prediction whose cached results are still valid and unchanged writes
-nothing, so a re-run within the hour writes nothing.
+runs now and its result ids go to ``prefetch_cache``: an entry is valid
+``ttl_hours``, and a recall with the same signature is served from it. A
+prediction whose valid entry holds the same results writes nothing (so a
+re-run within the hour writes nothing); other results update the entry; after
+it expires a new entry is written, and the old one stays with its hits, so the
+hit rate of every entry can be told.
 
 The hit rate says whether this pays: of the entries created in a window, the
 share a later recall used, and of the recalls in the window, the share served
@@ -258,43 +260,43 @@ def refresh_prefetch(
     report.predictions = len(predictions)
     for p in predictions:
         report.by_source[p.source] = report.by_source.get(p.source, 0) + 1
+    # The entry each signature is served from now: the latest valid one.
     existing = {
-        r["id"]: r
+        r["signature"]: r
         for r in store.fetch_df(
-            "SELECT id, result_ids, created_at, expires_at FROM prefetch_cache"
+            "SELECT id, signature, result_ids, created_at FROM prefetch_cache "
+            "WHERE expires_at > :now AND created_at <= :now ORDER BY created_at, id",
+            {"now": now},
         ).iter_rows(named=True)
     }
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
     index = recaller.ready(store)
-    expires = now + dt.timedelta(hours=ttl_hours)
     for p in predictions:
         hits, _ = recaller.search(store, p.query, p.entities, RESULTS_PER_ENTRY, index)
         ids = [h.block_id for h in hits]
-        row = {
-            "id": stable_id("prefetch", p.signature),
-            "signature": p.signature,
+        found = {
             "query": p.query,
             "source": p.source,
             "result_ids": json.dumps(ids),
             "scores": json.dumps([round(h.score, 6) for h in hits]),
             "run_id": run_id,
-            "created_at": now,
-            "expires_at": expires,
         }
-        old = existing.get(row["id"])
-        if old is None:
-            inserts.append(row | {"hits": 0})
-        elif (
-            old["expires_at"] > now
-            and old["created_at"] <= now
-            and json.loads(old["result_ids"]) == ids
-        ):
+        old = existing.get(p.signature)
+        if old is None:  # a new entry (an expired one stays, with its hits, for the hit rate)
+            inserts.append(
+                found | {
+                    "id": stable_id("prefetch", p.signature, now.isoformat()),
+                    "signature": p.signature,
+                    "created_at": now,
+                    "expires_at": now + dt.timedelta(hours=ttl_hours),
+                    "hits": 0,
+                }
+            )  # fmt: skip
+        elif json.loads(old["result_ids"]) == ids:
             report.unchanged += 1
-        else:
-            if old["expires_at"] > now and old["created_at"] <= now:
-                row["created_at"] = old["created_at"]  # same entry, new results
-            updates.append(row)
+        else:  # the same entry, with what the search finds now
+            updates.append(found | {"id": old["id"]})
     if inserts or updates:
         with store.mutation(run_id, "prefetch") as m:
             if inserts:
@@ -305,7 +307,7 @@ def refresh_prefetch(
             if updates:
                 report.refreshed = m.update_many(
                     "prefetch_cache", pl.DataFrame(updates), action="prefetch-refresh",
-                    reason="predicted again; results or validity changed",
+                    reason="predicted again; the search finds other blocks now",
                 )  # fmt: skip
     report.seconds = time.perf_counter() - started
     return report
