@@ -194,8 +194,16 @@ def test_prefetch_predicts_from_the_recall_log_and_a_later_recall_is_served(
     again = run_prefetch(filled, recaller, now + dt.timedelta(minutes=5))
     assert (again.written, again.refreshed) == (0, 0) and again.unchanged == again.predictions
     assert filled.counts(("audit_log", "prefetch_cache")) == audit
-    expired = recall(filled, "status of Quill", now=now + dt.timedelta(hours=4))
+    later = now + dt.timedelta(hours=4)
+    expired = recall(filled, "status of Quill", now=later)
     assert not expired.served_from_prefetch
+    renewed = run_prefetch(filled, recaller, later)
+    assert renewed.written == renewed.predictions and renewed.unchanged == 0
+    kept = filled.get_row("prefetch_cache", served.prefetch_id)
+    assert kept is not None and kept["hits"] == 1, "an expired entry stays, with its hits"
+    assert recall(
+        filled, "status of Quill", now=later + dt.timedelta(minutes=1)
+    ).served_from_prefetch
 
 
 def test_memvault_exposes_recall_and_feedback(filled: Store) -> None:
