@@ -40,11 +40,22 @@ def record_run(store: Store, run_id: str, kind: str, now: dt.datetime, params: d
     )
 
 
+#: Whether a signature has a recorded gap, and its INCORRECT verdicts so far: one round trip.
+FAILED_BEFORE_SQL = """
+SELECT 'gap' AS part, count(*) AS n, NULL AS last FROM knowledge_gap WHERE query_signature = :s
+UNION ALL
+SELECT 'fail', count(*), max(created_at) FROM recall_log
+WHERE signature = :s AND verdict = 'INCORRECT'
+"""
+
+
 def gap_hint(store: Store, signature: str) -> GapHint | None:
-    """What the caller should know when this question failed before (a gap, or one failure)."""
+    """What the caller should know when this question failed before: its recorded knowledge
+    gap (``gap_for``), else the failures recall_log holds so far; None when it never failed."""
     from memvault.profile.gaps import gap_for
 
-    gap = gap_for(store, signature)
+    found = {part: (int(n or 0), last) for part, n, last in store.fetch(FAILED_BEFORE_SQL, {"s": signature})}  # fmt: skip
+    gap = gap_for(store, signature) if found["gap"][0] else None
     if gap is not None:
         status = str(gap["status"])
         count = int(gap["fail_count"] or 0)
@@ -54,20 +65,22 @@ def gap_hint(store: Store, signature: str) -> GapHint | None:
             if status == "open"
             else "it was answered since"
         )
-        return GapHint(signature=signature, status=status, fail_count=count, last_failed_at=last, message=message)  # fmt: skip
-    count, last = store.fetch(
-        "SELECT count(*), max(created_at) FROM recall_log WHERE signature = :s "
-        "AND verdict = 'INCORRECT'",
-        {"s": signature},
-    )[0]
+        return GapHint(
+            signature=signature,
+            status=status,
+            fail_count=count,
+            last_failed_at=last,
+            message=message,
+        )
+    count, last = found["fail"]
     if not count:
         return None
     return GapHint(
         signature=signature,
         status="failed_before",
-        fail_count=int(count),
+        fail_count=count,
         last_failed_at=last,
-        message=f"this question failed {int(count)} time(s) before (last {last:%Y-%m-%d})",
+        message=f"this question failed {count} time(s) before (last {last:%Y-%m-%d})",
     )
 
 

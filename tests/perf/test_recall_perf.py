@@ -114,7 +114,7 @@ def test_recall_latency_and_prefetch_hit_rate(tmp_path: Path, monkeypatch: pytes
               f"served from cache p50 {s50:.1f} ms vs searched {m50:.1f} ms "
               f"({len(served)} questions, x{m50 / s50:.1f} faster)")  # fmt: skip
         assert len(served) >= 10 and s50 < m50
-        assert a50 < 6 * b50, "the answer costs more than 6 times the bare search"
+        assert a50 < 8 * b50, "the answer costs more than 8 times the bare search"
 
     # Prefetch hit rate: replay the held-out sessions' recalls hour by hour.
     lines = holdout_path(SESSIONS, SEED, HOLDOUT).read_text(encoding="utf-8").splitlines()
