@@ -130,7 +130,7 @@ def test_recall_latency_and_prefetch_hit_rate(tmp_path: Path, monkeypatch: pytes
         first = naive_utc(dt.datetime.fromisoformat(recalls[0]["created_at"]))
         start = first.replace(minute=0, second=0, microsecond=0)
         clock = start
-        runs, run_s = 0, 0.0
+        runs, run_s, served_flags = 0, 0.0, []
         started = time.perf_counter()
         for rec in recalls:
             at = naive_utc(dt.datetime.fromisoformat(rec["created_at"]))
@@ -141,14 +141,18 @@ def test_recall_latency_and_prefetch_hit_rate(tmp_path: Path, monkeypatch: pytes
                 runs += 1
                 clock += dt.timedelta(hours=1)
             result = recaller.recall(store, rec["query"], session_id=rec.get("session_id"), now=at)
+            served_flags.append(result.served_from_prefetch)
             if rec.get("verdict"):
                 feedback(store, result.recall_id, rec["verdict"].lower(), now=at)
-        rate = hit_rate(store, start, clock)
+        rate = hit_rate(store, first, clock)
+        ours = sum(served_flags) / len(served_flags)
         print(f"hit-rate replay: {len(recalls)} recalls over {runs} simulated hours "
               f"({time.perf_counter() - started:.0f} s; prefetch {run_s / max(runs, 1):.2f} s a run)")  # fmt: skip
         print(f"  recalls served from prefetch: {rate['recalls_from_prefetch']}/{rate['recalls']}"
               f" = {rate['recall_hit_rate']:.1%} (target ≥ 30%)")  # fmt: skip
         print(f"  prefetched entries used: {rate['entries_used']}/{rate['entries_created']}"
               f" = {rate['entry_hit_rate']:.1%}")  # fmt: skip
-        assert rate["recalls"] == len(recalls) and rate["entry_hit_rate"] > 0
-        assert rate["recall_hit_rate"] >= 0.30
+        # The window may hold a few recalls of the stored history's last sessions too.
+        assert rate["recalls"] >= len(recalls) and rate["entry_hit_rate"] > 0
+        print(f"  the replayed recalls alone: {sum(served_flags)}/{len(served_flags)} = {ours:.1%}")
+        assert ours >= 0.30
