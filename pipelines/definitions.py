@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import collector, dream, dream_checks, gardener, layers, lifecycle, lint, profile
+from assets import (
+    collector,
+    dream,
+    dream_checks,
+    gardener,
+    layers,
+    lifecycle,
+    lint,
+    profile,
+    read_path,
+)
 from assets.gardener import garden_job, garden_nightly_schedule
 from assets.layers import layers_daily_schedule, layers_job
 from assets.lifecycle import tiering_daily_schedule, tiering_job
 from assets.lint import lint_job, lint_nightly_schedule
 from assets.profile import gaps_job, profile_job, profile_nightly_schedule
+from assets.read_path import prefetch_hourly_schedule, prefetch_job
 from pipelines.jobs import collect_job, collector_schedule, dream_job
 from pipelines.sensors import dream_gate_sensor
 from resources import (
@@ -25,7 +36,17 @@ from resources import (
     TieringResource,
 )
 
-ASSET_MODULES = [collector, dream, dream_checks, gardener, lint, profile, layers, lifecycle]
+ASSET_MODULES = [
+    collector,
+    dream,
+    dream_checks,
+    gardener,
+    lint,
+    profile,
+    layers,
+    lifecycle,
+    read_path,
+]
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
@@ -66,6 +87,7 @@ defs = dg.Definitions(
         gaps_job,
         layers_job,
         tiering_job,
+        prefetch_job,
     ],
     schedules=[
         collector_schedule,
@@ -74,6 +96,7 @@ defs = dg.Definitions(
         profile_nightly_schedule,
         layers_daily_schedule,
         tiering_daily_schedule,
+        prefetch_hourly_schedule,
     ],
     sensors=[dream_gate_sensor],
     resources=build_resources(),

@@ -43,6 +43,7 @@ NIGHT = (
     "gaps_job",
     "layers_job",
     "tiering_job",
+    "prefetch_job",
 )
 
 

@@ -39,6 +39,7 @@ EXPECTED_GRAPH = {
     "tiering": {"group": "lifecycle", "deps": {"usage_weights"}},
     "attitude_decay": {"group": "layers", "deps": set()},
     "skill_levels": {"group": "layers", "deps": set()},
+    "prefetch_cache": {"group": "read_path", "deps": {"memory_embeddings"}},
 }
 
 
@@ -67,6 +68,7 @@ JOBS = (
     "gaps_job",
     "tiering_job",
     "layers_job",
+    "prefetch_job",
 )
 
 
@@ -119,3 +121,5 @@ def test_checks_and_schedules() -> None:
     assert tiering.job_name == "tiering_job" and tiering.cron_schedule == "0 5 * * *"
     layers = defs.resolve_schedule_def("layers_daily")
     assert layers.job_name == "layers_job" and layers.cron_schedule == "45 4 * * *"
+    prefetch = defs.resolve_schedule_def("prefetch_hourly")
+    assert prefetch.job_name == "prefetch_job" and prefetch.cron_schedule == "5 * * * *"

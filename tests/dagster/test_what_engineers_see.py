@@ -32,6 +32,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.lifecycle
     import assets.lint
     import assets.profile
+    import assets.read_path
     import pipelines.definitions
 
     for module in (assets.common, assets.collector, assets.dream, assets.dream_checks):
@@ -41,6 +42,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     importlib.reload(assets.profile)
     importlib.reload(assets.lifecycle)
     importlib.reload(assets.layers)
+    importlib.reload(assets.read_path)
     return importlib.reload(pipelines.definitions).defs
 
 

@@ -1,0 +1,305 @@
+"""The in-memory search index of a long-lived process: keywords, vectors, mentions.
+
+Built once from the store (active blocks, their current vectors of one model,
+which entities each block mentions); afterwards :meth:`SearchIndex.refresh`
+reads only what changed since: blocks created, updated or re-tiered later, new
+vectors, status changes. Changed and new blocks go to a small second segment
+(scored with the main segment's term statistics) and their old rows are masked;
+when that segment grows past a fifth of the main one, the index is rebuilt.
+
+A vector counts only while it was made from the block's current text (its
+``text_hash`` equals md5 of the text), so a demoted block is never found by the
+vector of its old full text. A change that moves none of ``created_at``,
+``updated_at``, ``tiered_at`` or ``status`` is seen at the next rebuild.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from memvault.recall.entities import EntityMatcher
+from memvault.recall.keywords import KeywordIndex
+from memvault.store import Store
+
+#: A score is this much vector similarity and this much (max-normalized) BM25 …
+VECTOR_WEIGHT = 0.55
+KEYWORD_WEIGHT = 0.45
+#: … plus this for a block that mentions an entity the query names.
+ENTITY_BOOST = 0.25
+#: Candidates scoring below this are noise (a stray vector similarity, no shared word).
+MIN_SCORE = 0.1
+#: The second segment is folded into a rebuild past this share of the main one.
+REBUILD_SHARE = 0.2
+
+FINGERPRINT_SQL = """
+SELECT 1 AS part, count(*), max(created_at), max(updated_at), max(tiered_at),
+       sum(CASE WHEN status = 'active' THEN 1 ELSE 0 END)
+FROM blocks
+UNION ALL
+SELECT 2, count(*), max(created_at), NULL, NULL, NULL
+FROM embeddings WHERE target_kind = 'block' AND model = :m
+UNION ALL
+SELECT 3, (SELECT count(*) FROM entities), NULL, NULL, NULL, (SELECT count(*) FROM mentions)
+"""
+
+
+def fingerprint(store: Store, model: str) -> tuple[Any, ...]:
+    """blocks (count, max created, updated, tiered, active), block vectors (count, max created),
+    entities and mentions counts: one cheap query that tells whether anything changed."""
+    rows = sorted(store.fetch(FINGERPRINT_SQL, {"m": model}), key=lambda r: r[0])
+    b, e, n = rows
+    return (b[1], b[2], b[3], b[4], b[5], e[1], e[2], n[1], n[5])
+
+
+CURRENT_VECTORS_SQL = """
+SELECT e.target_id, e.vector FROM embeddings e
+JOIN blocks b ON b.id = e.target_id AND e.text_hash = md5(b.text)
+WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' {extra}
+"""
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass
+class Segment:
+    """Documents with their keyword weights, vectors (if any) and entity mentions."""
+
+    ids: list[str]
+    keywords: KeywordIndex
+    vectors: np.ndarray | None
+    has_vector: np.ndarray
+    live: np.ndarray
+    mentions: dict[str, np.ndarray]
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class Marks:
+    """What the store looked like when the index last read it."""
+
+    values: tuple[Any, ...] = ()
+
+    @property
+    def created(self) -> dt.datetime:
+        return self.values[1] or _EPOCH
+
+    @property
+    def updated(self) -> dt.datetime:
+        return self.values[2] or _EPOCH
+
+    @property
+    def tiered(self) -> dt.datetime:
+        return self.values[3] or _EPOCH
+
+    @property
+    def active(self) -> int:
+        return int(self.values[4] or 0)
+
+    @property
+    def vectors(self) -> int:
+        return int(self.values[5] or 0)
+
+    @property
+    def vectors_at(self) -> dt.datetime:
+        return self.values[6] or _EPOCH
+
+    @property
+    def entities(self) -> int:
+        return int(self.values[7] or 0)
+
+
+def _mentions(store: Store, ids: list[str], where: str = "", params: dict[str, Any] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+    rows = store.fetch_df(
+        f"SELECT entity_id, block_id FROM mentions WHERE block_id IS NOT NULL {where}", params
+    )
+    if rows.is_empty() or not ids:
+        return {}
+    pos = pl.DataFrame({"block_id": ids, "row": np.arange(len(ids), dtype=np.int64)})
+    grouped = rows.join(pos, on="block_id").group_by("entity_id").agg(pl.col("row").unique())
+    return {
+        str(e): np.asarray(r, dtype=np.int64)
+        for e, r in zip(grouped["entity_id"], grouped["row"].to_list(), strict=True)
+    }
+
+
+def _matrix(frame: pl.DataFrame, ids: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
+    """Vectors of ``frame`` (target_id, vector) aligned with ``ids``; rows without one are 0."""
+    has = np.zeros(len(ids), dtype=bool)
+    if frame.is_empty() or not ids:
+        return None, has
+    pos = {b: i for i, b in enumerate(ids)}
+    rows = np.fromiter((pos.get(t, -1) for t in frame["target_id"]), dtype=np.int64)
+    keep = rows >= 0
+    raw = np.frombuffer(b"".join(frame["vector"].to_list()), dtype=np.float32)
+    vectors = raw.reshape(frame.height, -1)[keep]
+    matrix = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+    matrix[rows[keep]] = vectors
+    has[rows[keep]] = True
+    return matrix, has
+
+
+@dataclass
+class SearchIndex:
+    """Everything a recall searches, for one store and one embedding model."""
+
+    model: str
+    main: Segment
+    delta: Segment
+    delta_texts: dict[str, str]
+    matcher: EntityMatcher
+    marks: Marks
+    built_seconds: float
+    refreshes: int = 0
+    rebuilds: int = 0
+    stats: dict[str, int] = field(default_factory=dict)
+
+    # -- building -----------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, store: Store, model: str) -> SearchIndex:
+        started = time.perf_counter()
+        marks = Marks(fingerprint(store, model))
+        blocks = store.fetch_df("SELECT id, text FROM blocks WHERE status = 'active' ORDER BY id")
+        ids = blocks["id"].to_list() if blocks.height else []
+        texts = blocks["text"] if blocks.height else pl.Series("text", [], dtype=pl.Utf8)
+        keywords = KeywordIndex.build(pl.Series(ids, dtype=pl.Utf8), texts)
+        vectors, has = _matrix(
+            store.fetch_df(CURRENT_VECTORS_SQL.format(extra=""), {"m": model}), ids
+        )
+        main = Segment(
+            ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), _mentions(store, ids)
+        )
+        index = cls(
+            model=model,
+            main=main,
+            delta=cls._segment(store, model, {}, keywords),
+            delta_texts={},
+            matcher=EntityMatcher.load(store),
+            marks=marks,
+            built_seconds=time.perf_counter() - started,
+        )
+        return index
+
+    @staticmethod
+    def _segment(store: Store, model: str, texts: dict[str, str], main: KeywordIndex) -> Segment:
+        ids = sorted(texts)
+        keywords = KeywordIndex.build(
+            pl.Series(ids, dtype=pl.Utf8),
+            pl.Series([texts[i] for i in ids], dtype=pl.Utf8),
+            main.stats,
+        )
+        if not ids:
+            return Segment([], keywords, None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool), {})
+        params = {"m": model, "ids": ids}
+        vectors, has = _matrix(
+            store.fetch_df(CURRENT_VECTORS_SQL.format(extra="AND e.target_id = ANY(:ids)"), params),
+            ids,
+        )
+        mentions = _mentions(store, ids, "AND block_id = ANY(:ids)", {"ids": ids})
+        return Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
+
+    # -- keeping up ---------------------------------------------------------------------------
+
+    def refresh(self, store: Store) -> SearchIndex:
+        """Read what changed since the last look; returns self, or a rebuilt index."""
+        now = Marks(fingerprint(store, self.model))
+        if now.values == self.marks.values:
+            return self
+        old = self.marks
+        changed = store.fetch_df(
+            "SELECT id, text, status FROM blocks WHERE created_at >= :c OR updated_at >= :u "
+            "OR tiered_at >= :t",
+            {"c": old.created, "u": old.updated, "t": old.tiered},
+        )
+        main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
+        for bid, text, status in changed.iter_rows():
+            row = main_pos.get(bid)
+            if row is not None:
+                self.main.live[row] = False
+            if status == "active":
+                self.delta_texts[bid] = text
+            else:
+                self.delta_texts.pop(bid, None)
+        expected = int(self.main.live.sum()) + len(self.delta_texts)
+        if now.active != expected:  # a status changed without a newer timestamp
+            gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
+            self.main.live &= ~np.isin(np.asarray(self.main.ids, dtype=object), list(gone))
+            for bid in gone & self.delta_texts.keys():
+                del self.delta_texts[bid]
+        if len(self.delta_texts) > max(1000, REBUILD_SHARE * self.main.size):
+            rebuilt = SearchIndex.build(store, self.model)
+            rebuilt.refreshes, rebuilt.rebuilds = self.refreshes + 1, self.rebuilds + 1
+            return rebuilt
+        if now.vectors != old.vectors or now.vectors_at != old.vectors_at:
+            fresh = store.fetch_df(
+                CURRENT_VECTORS_SQL.format(extra="AND e.created_at >= :since"),
+                {"m": self.model, "since": old.vectors_at},
+            )
+            if fresh.height:
+                matrix, has = _matrix(fresh, self.main.ids)
+                if matrix is not None:
+                    if self.main.vectors is None:
+                        self.main.vectors = np.zeros_like(matrix)
+                    self.main.vectors[has] = matrix[has]
+                    self.main.has_vector |= has
+        self.delta = self._segment(store, self.model, self.delta_texts, self.main.keywords)
+        if now.entities != old.entities or now.values[8] != old.values[8]:
+            self.matcher = EntityMatcher.load(store)
+        self.marks = now
+        self.refreshes += 1
+        return self
+
+    # -- searching ----------------------------------------------------------------------------
+
+    @property
+    def has_vectors(self) -> bool:
+        return bool(self.main.has_vector.any() or self.delta.has_vector.any())
+
+    def score(
+        self, query: str, query_vector: np.ndarray | None, entity_ids: list[str], top: int
+    ) -> list[tuple[str, float]]:
+        """The ``top`` best (block id, score) pairs over both segments."""
+        parts = [
+            self._scores(seg, query, query_vector, entity_ids) for seg in (self.main, self.delta)
+        ]
+        keyword_max = max((float(k.max()) for _, k in parts if k.size), default=0.0)
+        ids: list[str] = []
+        scores: list[np.ndarray] = []
+        for seg, (base, kw) in zip((self.main, self.delta), parts, strict=True):
+            if not seg.size:
+                continue
+            total = base + (KEYWORD_WEIGHT * kw / keyword_max if keyword_max > 0 else 0.0)
+            total = np.where(seg.live, total, -np.inf)
+            k = min(top, seg.size)
+            best = np.argpartition(-total, k - 1)[:k]
+            ids.extend(seg.ids[i] for i in best)
+            scores.append(total[best])
+        if not ids:
+            return []
+        flat = np.concatenate(scores)
+        order = np.argsort(-flat, kind="stable")[:top]
+        return [
+            (ids[i], float(flat[i])) for i in order if np.isfinite(flat[i]) and flat[i] >= MIN_SCORE
+        ]
+
+    @staticmethod
+    def _scores(
+        seg: Segment, query: str, query_vector: np.ndarray | None, entity_ids: list[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        base = np.zeros(seg.size, dtype=np.float64)
+        if query_vector is not None and seg.vectors is not None and seg.size:
+            base += VECTOR_WEIGHT * np.clip(seg.vectors @ query_vector, 0.0, None)
+        for eid in entity_ids:
+            rows = seg.mentions.get(eid)
+            if rows is not None:
+                base[rows] += ENTITY_BOOST
+        return base, seg.keywords.score(query) if seg.size else np.zeros(0)

@@ -1,0 +1,389 @@
+"""Prefetch: search ahead of time for the questions the owner is likely to ask next.
+
+Predictions come from three places, each a weight per query signature
+(``intent|entity ids``, the key recalls are matched by):
+
+* ``recent_recalls`` — signatures asked in the last days, more when asked
+  often, recently (the weight halves every ``HALF_LIFE_DAYS``) or answered
+  well (judged correct); the query is the owner's own latest wording;
+* ``profile`` — the latest daily profile's top entities and the 7-day
+  window's rising ones;
+* ``recent_sessions`` — the entities mentioned most in the last sessions.
+
+An entity becomes a signature with the intent the owner used most with it
+(else the usual one for its type). For the strongest predictions the search
+runs now and its result ids go to ``prefetch_cache``: an entry is valid
+``ttl_hours``, and a recall with the same signature is served from it. A
+prediction whose valid entry holds the same results writes nothing (so a
+re-run within the hour writes nothing); other results update the entry; after
+it expires a new entry is written, and the old one stays with its hits, so the
+hit rate of every entry can be told.
+
+The hit rate says whether this pays: of the entries created in a window, the
+share a later recall used, and of the recalls in the window, the share served
+from the cache.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from memvault.errors import MemvaultError
+from memvault.ids import stable_id
+from memvault.normalize import utcnow
+from memvault.recall.recaller import Recaller, naive_utc, signature_of
+from memvault.store import Store
+
+#: Predictions searched per run, at most.
+MAX_PREDICTIONS = 40
+#: Result ids kept per prefetched entry (a recall returns the first ``limit`` of them).
+RESULTS_PER_ENTRY = 10
+#: How long a prefetched entry is served.
+TTL_HOURS = 3.0
+#: Recalls older than this are not used to predict.
+WINDOW_DAYS = 14
+#: The weight of a past recall halves every this many days.
+HALF_LIFE_DAYS = 2.0
+#: Sessions that count as recent for the ``recent_sessions`` source.
+RECENT_SESSION_DAYS = 2
+
+#: What the owner most likely asks about an entity of a type they never asked about.
+DEFAULT_INTENT: dict[str, str] = {
+    "person": "person_lookup",
+    "project": "project_status",
+    "tool": "tool_usage",
+    "concept": "concept_lookup",
+    "organization": "concept_lookup",
+    "place": "concept_lookup",
+}
+#: How a predicted signature is asked when the owner never worded it.
+QUERY_TEMPLATES: dict[str, str] = {
+    "employer_lookup": "where does {name} work",
+    "location_lookup": "where does {name} live",
+    "project_status": "status of {name}",
+    "person_lookup": "who is {name}",
+    "dependency_lookup": "what does {name} depend on",
+    "preference_lookup": "what does {name} prefer",
+    "howto": "how do I deploy {name}",
+    "tool_usage": "how do we use {name}",
+    "concept_lookup": "notes on {name}",
+}
+SOURCE_WEIGHT: dict[str, float] = {"recent_recalls": 1.0, "profile": 0.5, "recent_sessions": 0.4}
+
+
+@dataclass
+class Prediction:
+    signature: str
+    intent: str | None
+    entities: list[str]
+    query: str
+    source: str
+    weight: float
+
+
+@dataclass
+class PrefetchReport:
+    run_id: str
+    predictions: int = 0
+    by_source: dict[str, int] = field(default_factory=dict)
+    written: int = 0
+    refreshed: int = 0
+    unchanged: int = 0
+    hit_rate: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _recalls(store: Store, since: dt.datetime, now: dt.datetime) -> pl.DataFrame:
+    log = store.fetch_df(
+        "SELECT query, intent_label, entities, verdict, signature, created_at FROM recall_log "
+        "WHERE created_at > :a AND created_at <= :b ORDER BY created_at",
+        {"a": since, "b": now},
+    )
+    if log.is_empty():
+        return pl.DataFrame(
+            schema={"query": pl.Utf8, "intent_label": pl.Utf8, "ents": pl.List(pl.Utf8),
+                    "verdict": pl.Utf8, "sig": pl.Utf8, "created_at": pl.Datetime("us")}
+        )  # fmt: skip
+    return log.with_columns(
+        ents=pl.col("entities").str.json_decode(pl.List(pl.Utf8)).list.sort()
+    ).with_columns(
+        sig=pl.coalesce(
+            "signature",
+            pl.col("intent_label").fill_null("-") + "|" + pl.col("ents").list.join(","),
+        )
+    )
+
+
+def _entity_predictions(
+    store: Store, weights: dict[str, float], source: str, now: dt.datetime
+) -> list[Prediction]:
+    """Entity → signature with the owner's usual intent for it, worded from a template."""
+    if not weights:
+        return []
+    ids = list(weights)
+    info = {
+        r[0]: (r[1], r[2])
+        for r in store.fetch(
+            "SELECT id, name, entity_type FROM entities WHERE id = ANY(:ids) AND status = 'active'",
+            {"ids": ids},
+        )
+    }
+    asked = _recalls(store, dt.datetime(1970, 1, 1), now)
+    usual: dict[str, str] = {}
+    if asked.height:
+        top = (
+            asked.filter((pl.col("ents").list.len() == 1) & pl.col("intent_label").is_not_null())
+            .with_columns(eid=pl.col("ents").list.first())
+            .filter(pl.col("eid").is_in(ids))
+            .group_by("eid", "intent_label")
+            .agg(n=pl.len())
+            .sort(["eid", "n", "intent_label"], descending=[False, True, False])
+            .group_by("eid", maintain_order=True)
+            .first()
+        )
+        usual = dict(zip(top["eid"], top["intent_label"], strict=True))
+    out = []
+    for eid, weight in weights.items():
+        if eid not in info:
+            continue
+        name, etype = info[eid]
+        intent = usual.get(eid) or DEFAULT_INTENT.get(str(etype), "concept_lookup")
+        out.append(
+            Prediction(
+                signature=signature_of(intent, [eid]),
+                intent=intent,
+                entities=[eid],
+                query=QUERY_TEMPLATES[intent].format(name=name),
+                source=source,
+                weight=weight * SOURCE_WEIGHT[source],
+            )
+        )
+    return out
+
+
+def predict(
+    store: Store, now: dt.datetime | None = None, *, limit: int = MAX_PREDICTIONS
+) -> list[Prediction]:
+    """The signatures most likely asked next, strongest first (at most ``limit``)."""
+    now = naive_utc(now) if now is not None else utcnow()
+    found: list[Prediction] = []
+    log = _recalls(store, now - dt.timedelta(days=WINDOW_DAYS), now)
+    if log.height:
+        age = (pl.lit(now) - pl.col("created_at")).dt.total_seconds() / 86400.0
+        verdict_factor = (
+            pl.when(pl.col("verdict") == "CORRECT").then(1.5)
+            .when(pl.col("verdict") == "INCORRECT").then(0.5)
+            .otherwise(1.0)
+        )  # fmt: skip
+        sigs = (
+            log.with_columns(w=(0.5 ** (age / HALF_LIFE_DAYS)) * verdict_factor)
+            .group_by("sig")
+            .agg(
+                pl.col("w").sum(),
+                pl.col("query").last(),
+                pl.col("intent_label").last(),
+                pl.col("ents").last(),
+            )
+        )
+        found += [
+            Prediction(r["sig"], r["intent_label"], list(r["ents"]), r["query"], "recent_recalls", r["w"])
+            for r in sigs.iter_rows(named=True)
+        ]  # fmt: skip
+    found += _entity_predictions(store, _profile_entities(store, now), "profile", now)
+    found += _entity_predictions(store, _session_entities(store, now), "recent_sessions", now)
+    merged: dict[str, Prediction] = {}
+    for p in sorted(found, key=lambda p: -p.weight):
+        if p.signature in merged:
+            merged[p.signature].weight += p.weight
+        else:
+            merged[p.signature] = Prediction(**p.__dict__)
+    ranked = sorted(merged.values(), key=lambda p: (-p.weight, p.signature))
+    return ranked[:limit]
+
+
+def _profile_entities(store: Store, now: dt.datetime) -> dict[str, float]:
+    """The latest profile's top entities and the 7-day window's rising ones, by rank."""
+    weights: dict[str, float] = {}
+    day = now.date()
+    top = store.fetch(
+        "SELECT top_entities FROM profile_daily WHERE day <= :d ORDER BY day DESC LIMIT 1",
+        {"d": day},
+    )
+    rising = store.fetch(
+        "SELECT rising FROM interest_window WHERE day <= :d AND window_days = 7 "
+        "ORDER BY day DESC LIMIT 1",
+        {"d": day},
+    )
+    for rows in (top, rising):
+        items = json.loads(rows[0][0] or "[]") if rows else []
+        for rank, item in enumerate(items[:10]):
+            weights[item["id"]] = weights.get(item["id"], 0.0) + 1.0 / (1 + rank)
+    return weights
+
+
+def _session_entities(store: Store, now: dt.datetime) -> dict[str, float]:
+    """The entities mentioned most in the recent sessions (share of the top one's count)."""
+    rows = store.fetch(
+        "SELECT entity_id, count(*) AS n FROM mentions WHERE mentioned_at > :a AND "
+        "mentioned_at <= :b GROUP BY entity_id ORDER BY n DESC, entity_id LIMIT 10",
+        {"a": now - dt.timedelta(days=RECENT_SESSION_DAYS), "b": now},
+    )
+    if not rows:
+        return {}
+    most = max(int(n) for _, n in rows)
+    return {str(e): int(n) / most for e, n in rows}
+
+
+def refresh_prefetch(
+    store: Store,
+    recaller: Recaller,
+    run_id: str,
+    now: dt.datetime | None = None,
+    *,
+    limit: int = MAX_PREDICTIONS,
+    ttl_hours: float = TTL_HOURS,
+) -> PrefetchReport:
+    """Predict, search and write the cache; unchanged valid entries are left alone."""
+    started = time.perf_counter()
+    now = naive_utc(now) if now is not None else utcnow()
+    report = PrefetchReport(run_id=run_id)
+    predictions = predict(store, now, limit=limit)
+    report.predictions = len(predictions)
+    for p in predictions:
+        report.by_source[p.source] = report.by_source.get(p.source, 0) + 1
+    # The entry each signature is served from now: the latest valid one.
+    existing = {
+        r["signature"]: r
+        for r in store.fetch_df(
+            "SELECT id, signature, result_ids, created_at FROM prefetch_cache "
+            "WHERE expires_at > :now AND created_at <= :now ORDER BY created_at, id",
+            {"now": now},
+        ).iter_rows(named=True)
+    }
+    inserts: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    index = recaller.ready(store)
+    for p in predictions:
+        hits, _ = recaller.search(store, p.query, p.entities, RESULTS_PER_ENTRY, index)
+        ids = [h.block_id for h in hits]
+        found = {
+            "query": p.query,
+            "source": p.source,
+            "result_ids": json.dumps(ids),
+            "scores": json.dumps([round(h.score, 6) for h in hits]),
+            "run_id": run_id,
+        }
+        old = existing.get(p.signature)
+        if old is None:  # a new entry (an expired one stays, with its hits, for the hit rate)
+            inserts.append(
+                found | {
+                    "id": stable_id("prefetch", p.signature, now.isoformat()),
+                    "signature": p.signature,
+                    "created_at": now,
+                    "expires_at": now + dt.timedelta(hours=ttl_hours),
+                    "hits": 0,
+                }
+            )  # fmt: skip
+        elif json.loads(old["result_ids"]) == ids:
+            report.unchanged += 1
+        else:  # the same entry, with what the search finds now
+            updates.append(found | {"id": old["id"]})
+    if inserts or updates:
+        with store.mutation(run_id, "prefetch") as m:
+            if inserts:
+                report.written = len(
+                    m.insert("prefetch_cache", pl.DataFrame(inserts), action="prefetch",
+                             reason="predicted next query")
+                )  # fmt: skip
+            if updates:
+                report.refreshed = m.update_many(
+                    "prefetch_cache", pl.DataFrame(updates), action="prefetch-refresh",
+                    reason="predicted again; the search finds other blocks now",
+                )  # fmt: skip
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def hit_rate(store: Store, since: dt.datetime, until: dt.datetime) -> dict[str, Any]:
+    """Of the entries created in [since, until), the share a later recall used; of the recalls
+    in the window, the share served from the cache."""
+    entries = store.fetch_df(
+        "SELECT p.id, p.created_at, count(r.id) AS used FROM prefetch_cache p "
+        "LEFT JOIN recall_log r ON r.prefetch_id = p.id AND r.created_at >= p.created_at "
+        "WHERE p.created_at >= :a AND p.created_at < :b GROUP BY p.id, p.created_at",
+        {"a": since, "b": until},
+    )
+    total, served = store.fetch(
+        "SELECT count(*), sum(CASE WHEN prefetch_id IS NOT NULL THEN 1 ELSE 0 END) "
+        "FROM recall_log WHERE created_at >= :a AND created_at < :b",
+        {"a": since, "b": until},
+    )[0]
+    created = entries.height
+    used = int((entries["used"] > 0).sum()) if created else 0
+    total, served = int(total or 0), int(served or 0)
+    return {
+        "entries_created": created,
+        "entries_used": used,
+        "entry_hit_rate": round(used / created, 4) if created else None,
+        "recalls": total,
+        "recalls_from_prefetch": served,
+        "recall_hit_rate": round(served / total, 4) if total else None,
+    }
+
+
+def run_prefetch(
+    store: Store,
+    recaller: Recaller | None = None,
+    now: dt.datetime | None = None,
+    *,
+    limit: int = MAX_PREDICTIONS,
+    ttl_hours: float = TTL_HOURS,
+    hit_window_hours: float = 24.0,
+    dagster_run_id: str | None = None,
+) -> PrefetchReport:
+    """One prefetch run (kind ``prefetch``): refresh the cache, then measure the hit rate of
+    the last ``hit_window_hours``."""
+    now = naive_utc(now) if now is not None else utcnow()
+    recaller = recaller or Recaller()
+    run_id = store.begin_run("prefetch", {"dagster_run_id": dagster_run_id, "now": now})
+    try:
+        report = refresh_prefetch(store, recaller, run_id, now, limit=limit, ttl_hours=ttl_hours)
+        report.hit_rate = hit_rate(store, now - dt.timedelta(hours=hit_window_hours), now)
+    except Exception as exc:
+        store.finish_run(run_id, "failed", error=str(exc))
+        raise
+    store.finish_run(run_id, "succeeded", report.as_dict())
+    return report
+
+
+def settings_from_env(environ: dict[str, str] | None = None) -> dict[str, float]:
+    """``MEMVAULT_PREFETCH_TTL_HOURS`` and ``MEMVAULT_PREFETCH_PREDICTIONS`` (else the defaults)."""
+    import os
+
+    env = os.environ if environ is None else environ
+
+    def number(name: str, default: float) -> float:
+        raw = (env.get(name) or "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise MemvaultError(f"{name}={raw!r} is not a number") from None
+        if value <= 0:
+            raise MemvaultError(f"{name} must be positive, not {raw}")
+        return value
+
+    return {
+        "ttl_hours": number("MEMVAULT_PREFETCH_TTL_HOURS", TTL_HOURS),
+        "limit": number("MEMVAULT_PREFETCH_PREDICTIONS", MAX_PREDICTIONS),
+    }

@@ -1,0 +1,254 @@
+"""The foreground read path: understand a query, search (or serve what was prefetched), record.
+
+A :class:`Recaller` keeps the search index of one store in memory and refreshes
+only what changed before each recall, so a long-lived agent process pays the
+index build once. ``memvault.recall`` keeps one per store URL and embedder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from memvault.embed import Embedder, make_embedder
+from memvault.errors import MemvaultError
+from memvault.normalize import utcnow
+from memvault.recall.entities import resolve_owner
+from memvault.recall.index import SearchIndex
+from memvault.recall.intent import classify_intent
+from memvault.recall.log import gap_hint, new_recall_id, write_recall
+from memvault.recall.result import Fact, RecallHit, RecallResult
+from memvault.store import Store
+
+#: Candidates taken from the index per result asked, re-ranked with current feedback.
+CANDIDATES_PER_RESULT = 4
+#: A block's owner feedback (sum of +/-) moves its score this much per point, at most ±3 points.
+FEEDBACK_WEIGHT = 0.03
+#: Seconds a recall trusts its index before asking the store what changed.
+REFRESH_SECONDS = 1.0
+#: Current facts returned about the named entities, at most.
+MAX_FACTS = 10
+
+BLOCKS_SQL = """
+SELECT id, text, tier, digest_kind, session_id, created_at, feedback_score
+FROM blocks WHERE id = ANY(:ids) AND status = 'active'
+"""
+
+FACTS_SQL = """
+SELECT subject_id, predicate, object, valid_at FROM triples
+WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
+ORDER BY valid_at DESC NULLS LAST, id LIMIT :n
+"""
+
+PREFETCH_SQL = """
+SELECT id, result_ids, scores FROM prefetch_cache
+WHERE signature = :s AND expires_at > :now AND created_at <= :now
+ORDER BY created_at DESC, id LIMIT 1
+"""
+
+
+def refresh_interval(environ: dict[str, str] | None = None) -> float:
+    """Seconds a recall trusts the index without asking the store what changed
+    (``MEMVAULT_RECALL_REFRESH_S``, default 1; 0 asks before every recall)."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("MEMVAULT_RECALL_REFRESH_S") or "").strip()
+    try:
+        value = float(raw) if raw else REFRESH_SECONDS
+    except ValueError:
+        raise MemvaultError(
+            f"MEMVAULT_RECALL_REFRESH_S={raw!r} is not a number of seconds"
+        ) from None
+    if value < 0:
+        raise MemvaultError("MEMVAULT_RECALL_REFRESH_S must be 0 or more")
+    return value
+
+
+def signature_of(intent: str | None, entity_ids: list[str]) -> str:
+    """``intent|sorted entity ids``: what knowledge gaps and prefetch match recalls by."""
+    return f"{intent or '-'}|{','.join(sorted(entity_ids))}"
+
+
+def naive_utc(value: dt.datetime) -> dt.datetime:
+    """The store's convention: naive datetimes in UTC."""
+    return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The current rows of the active blocks among ``ids``."""
+    if not ids:
+        return {}
+    return {r["id"]: r for r in store.fetch_df(BLOCKS_SQL, {"ids": ids}).iter_rows(named=True)}
+
+
+class Recaller:
+    """Search and recall over one store; the index stays in memory between calls."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        embedder_spec: str | None = None,
+        refresh_seconds: float | None = None,
+    ) -> None:
+        self._embedder = embedder
+        self._spec = embedder_spec
+        self.refresh_seconds = (
+            refresh_seconds if refresh_seconds is not None else refresh_interval()
+        )
+        self.index: SearchIndex | None = None
+        self._checked = 0.0
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self._spec)
+        return self._embedder
+
+    @property
+    def model(self) -> str:
+        return self.embedder.model_name
+
+    def ready(self, store: Store) -> SearchIndex:
+        """The index, built on first use and brought up to date with the store."""
+        if self.index is None:
+            self.index = SearchIndex.build(store, self.model)
+        elif time.monotonic() - self._checked >= self.refresh_seconds:
+            self.index = self.index.refresh(store)
+        self._checked = time.monotonic()
+        return self.index
+
+    # -- understanding ------------------------------------------------------------------------
+
+    def understand(
+        self, store: Store, query: str, index: SearchIndex | None = None
+    ) -> tuple[str | None, list[str], dict[str, str]]:
+        """(intent, entity ids, names) of a query."""
+        index = index or self.ready(store)
+        match = index.matcher.match(query)
+        intent = classify_intent(match.rest)
+        ids = resolve_owner(match, intent, index.matcher.owner)
+        names = {i: index.matcher.by_id[i].name for i in ids if i in index.matcher.by_id}
+        return intent, ids, names
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        store: Store,
+        query: str,
+        entity_ids: list[str],
+        limit: int,
+        index: SearchIndex | None = None,
+    ) -> tuple[list[RecallHit], str]:
+        """The best ``limit`` active blocks and the search mode (hybrid or keywords)."""
+        index = index or self.ready(store)
+        vector = None
+        if index.has_vectors:
+            vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+        candidates = index.score(query, vector, entity_ids, limit * CANDIDATES_PER_RESULT)
+        rows = blocks_by_id(store, [b for b, _ in candidates])
+        hits = [
+            RecallHit(
+                block_id=bid,
+                text=row["text"],
+                tier=row["tier"],
+                digest_kind=row["digest_kind"],
+                score=round(
+                    score + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3)), 6
+                ),
+                session_id=row["session_id"],
+                created_at=row["created_at"],
+            )
+            for bid, score in candidates
+            if (row := rows.get(bid)) is not None
+        ]
+        hits.sort(key=lambda h: (-h.score, h.block_id))
+        return hits[:limit], "hybrid" if vector is not None else "keywords"
+
+    # -- recalling ----------------------------------------------------------------------------
+
+    def recall(
+        self,
+        store: Store,
+        query: str,
+        *,
+        limit: int = 5,
+        session_id: str | None = None,
+        now: dt.datetime | None = None,
+        facts: bool = True,
+        record: bool = True,
+    ) -> RecallResult:
+        """Answer ``query`` and record it (recall_log, block access), unless ``record`` is False."""
+        started = time.perf_counter()
+        now = naive_utc(now) if now is not None else utcnow()
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        previous = self.index
+        index = self.ready(store)
+        built_ms = (time.perf_counter() - started) * 1000 if index is not previous else 0.0
+        intent, entity_ids, names = self.understand(store, query, index)
+        signature = signature_of(intent, entity_ids)
+        result = RecallResult(
+            recall_id=new_recall_id(now),
+            query=query,
+            signature=signature,
+            intent=intent,
+            entities=entity_ids,
+            entity_names=names,
+            index_build_ms=round(built_ms, 3),
+        )
+        cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now})
+        if cached:
+            prefetch_id, ids = cached[0][0], json.loads(cached[0][1] or "[]")
+            score_list = json.loads(cached[0][2] or "[]")
+            rows = blocks_by_id(store, ids[:limit])
+            result.results = [
+                RecallHit(
+                    block_id=bid,
+                    text=row["text"],
+                    tier=row["tier"],
+                    digest_kind=row["digest_kind"],
+                    score=float(score_list[k]) if k < len(score_list) else 0.0,
+                    session_id=row["session_id"],
+                    created_at=row["created_at"],
+                )
+                for k, bid in enumerate(ids[:limit])
+                if (row := rows.get(bid)) is not None
+            ]
+            result.served_from_prefetch = True
+            result.prefetch_id = str(prefetch_id)
+            result.search_mode = "prefetched"
+        else:
+            result.results, result.search_mode = self.search(store, query, entity_ids, limit, index)
+        result.gap_hint = gap_hint(store, signature)
+        if facts and entity_ids:
+            frame = store.fetch_df(FACTS_SQL, {"ids": entity_ids, "n": MAX_FACTS})
+            result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        if record:
+            write_recall(store, result, session_id, now)
+        return result
+
+
+#: One recaller per (store URL, embedder spec) in this process.
+_RECALLERS: dict[tuple[str, str | None], Recaller] = {}
+
+
+def recaller_for(store: Store, embedder_spec: str | None = None) -> Recaller:
+    """The process's recaller for ``store`` (its index is kept between calls)."""
+    spec = embedder_spec or os.environ.get("MEMVAULT_EMBEDDER")
+    key = (store.url, spec)
+    if key not in _RECALLERS:
+        _RECALLERS[key] = Recaller(embedder_spec=spec)
+    return _RECALLERS[key]
+
+
+def frame_of(results: list[RecallHit]) -> pl.DataFrame:
+    """The hits as a frame (for printing or analysis)."""
+    return pl.DataFrame([h.model_dump() for h in results])

@@ -1,0 +1,62 @@
+"""What a recall answers: the ranked blocks, how the query was understood, and any warning.
+
+Each hit carries the block's ``tier`` and ``digest_kind``: a cold block's text
+is a digest and a frozen one's a headline, so the caller knows it reads less
+than the original (the full text stays in the audit log).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class RecallHit(BaseModel):
+    block_id: str
+    text: str
+    tier: str
+    digest_kind: str | None = None
+    score: float
+    session_id: str | None = None
+    created_at: dt.datetime | None = None
+
+
+class GapHint(BaseModel):
+    """This question (same intent and entities) failed before; nothing is filled in."""
+
+    signature: str
+    status: str  # open | answered (a recorded knowledge gap) | failed_before (not yet a gap)
+    fail_count: int
+    last_failed_at: dt.datetime | None = None
+    message: str
+
+
+class Fact(BaseModel):
+    """A current fact (not expired, not invalidated) about an entity the query named."""
+
+    subject_id: str
+    predicate: str
+    object: str
+    valid_at: dt.datetime | None = None
+
+
+class RecallResult(BaseModel):
+    recall_id: str
+    query: str
+    signature: str
+    intent: str | None = None
+    entities: list[str] = Field(default_factory=list)
+    entity_names: dict[str, str] = Field(default_factory=dict)
+    results: list[RecallHit] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)
+    served_from_prefetch: bool = False
+    prefetch_id: str | None = None
+    search_mode: str = "hybrid"  # hybrid (vectors + keywords) | keywords (no vectors of the model)
+    gap_hint: GapHint | None = None
+    latency_ms: float = 0.0  # what the caller waited, an index build included
+    index_build_ms: float = 0.0  # the part spent building the search index (first recall)
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

@@ -1,0 +1,62 @@
+"""`memvault recall` and `memvault feedback` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import memvault
+from pipelines.cli import app
+from tests.helpers import clear_cli_environment
+from tests.recall_support import fill
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(tmp_path)
+    clear_cli_environment(monkeypatch)
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
+    store_url = f"duckdb://{tmp_path / 's.duckdb'}"
+    with memvault.open(store_url) as store:
+        fill(store, tmp_path)
+    return store_url
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_recall_prints_the_answer_and_feedback_rates_it(url: str) -> None:
+    code, out, err = _cli("recall", "status of Quill", "--store", url, "--limit", "2")
+    assert code == 0, err
+    assert "project_status" in out and "Quill" in out and "Quill status: paused" in out
+    assert "searched (keywords)" in out and "no vectors" in out
+    code, out, err = _cli("recall", "where does Ada work", "--store", url, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["signature"] == "employer_lookup|ent_ada"
+    assert (
+        shown["results"][0]["tier"] == "cold" and shown["results"][0]["digest_kind"] == "extractive"
+    )
+    rid, top = shown["recall_id"], shown["results"][0]["block_id"]
+    code, out, err = _cli("feedback", rid, "+", "--block", top, "--note", "right", "--store", url)
+    assert code == 0, err
+    assert f"{top} → +1" in out and "memvault undo feedback-" in out
+    code, out, _ = _cli("feedback", rid, "incorrect", "--store", url, "--json")
+    assert code == 0 and json.loads(out)["verdict"] == "incorrect"
+    with memvault.open(url) as store:
+        assert store.get_row("recall_log", rid)["verdict"] == "INCORRECT"  # type: ignore[index]
+        assert store.get_row("blocks", top)["feedback_score"] == 1.0  # type: ignore[index]
+
+
+def test_feedback_on_an_unknown_recall_or_verdict_is_one_line_and_exit_1(url: str) -> None:
+    code, _, err = _cli("feedback", "recall-nope", "correct", "--store", url)
+    assert code == 1 and "no recall with id 'recall-nope'" in err and "Traceback" not in err
+    code, out, _ = _cli("recall", "notes on pytest", "--store", url, "--json")
+    rid = json.loads(out)["recall_id"]
+    code, _, err = _cli("feedback", rid, "meh", "--store", url)
+    assert code == 1 and "unknown verdict 'meh'" in err
