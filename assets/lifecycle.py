@@ -12,7 +12,7 @@ import dagster as dg
 
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
 from memvault.judge.store_cache import StoreJudgeCache
-from memvault.lifecycle.tiering import run_tiering
+from memvault.lifecycle.tiering import digest_violations, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
 from resources import JudgeResource, StoreResource, TieringResource
@@ -89,6 +89,27 @@ def tiering(
             **judge_metadata(judge, before),
             "duration_s": summary["duration_s"],
         }
+    )
+
+
+@dg.asset_check(
+    asset=tiering,
+    pool=STORE_POOL,
+    description="Digests are one-way but nothing is lost: every block whose text became a "
+    "digest has its full text in the audit log (undo restores it), no summary is over 400 "
+    "characters, and every frozen headline is one line.",
+)
+def digests_keep_the_original(store: StoreResource) -> dg.AssetCheckResult:
+    with store.open() as opened:
+        broken = digest_violations(opened)
+        digested = opened.fetch("SELECT count(*) FROM blocks WHERE digest_kind IS NOT NULL")[0][0]
+    return dg.AssetCheckResult(
+        passed=broken.is_empty(),
+        metadata={
+            "blocks_with_a_digest": int(digested),
+            "violations": broken.height,
+            "sample": md_table(broken.head(20).to_dicts()),
+        },
     )
 
 

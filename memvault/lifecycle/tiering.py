@@ -26,7 +26,13 @@ import polars as pl
 
 from memvault.errors import MemvaultError
 from memvault.judge.base import Judge
-from memvault.lifecycle.digest import BLOCKS_PER_CALL, DigestStats, digest_blocks
+from memvault.lifecycle.digest import (
+    BLOCKS_PER_CALL,
+    DIGEST_MAX_CHARS,
+    HEADLINE_MAX_CHARS,
+    DigestStats,
+    digest_blocks,
+)
 from memvault.lifecycle.weights import block_weights, effective_age_days
 from memvault.normalize import utcnow
 from memvault.store import Store
@@ -314,3 +320,39 @@ def run_tiering(
         store.finish_run(run_id, "succeeded", result.summary())
     result.duration_s = time.monotonic() - started
     return result
+
+
+def digest_violations(store: Store) -> pl.DataFrame:
+    """Blocks whose digest breaks the one-way promise: a digest with no tiering row in the audit
+    log (the full text would be gone), a summary over the limit, or a headline over one line.
+    Columns id, tier, digest_kind, problem; empty when every digest is sound."""
+    rows = store.fetch_df(
+        "SELECT b.id, b.tier, b.digest_kind, b.text, b.summary, a.n AS audited "
+        "FROM blocks b LEFT JOIN (SELECT target_id, count(*) AS n FROM audit_log "
+        "WHERE target_table = 'blocks' AND phase = 'tiering' GROUP BY target_id) a "
+        "ON a.target_id = b.id WHERE b.digest_kind IS NOT NULL"
+    )
+    if rows.is_empty():
+        return pl.DataFrame(
+            schema={"id": pl.Utf8, "tier": pl.Utf8, "digest_kind": pl.Utf8, "problem": pl.Utf8}
+        )
+    problem = (
+        pl.when(pl.col("audited").is_null())
+        .then(pl.lit("no before-image in the audit log"))
+        .when(pl.col("summary").fill_null("").str.len_chars() > DIGEST_MAX_CHARS)
+        .then(pl.lit(f"summary over {DIGEST_MAX_CHARS} characters"))
+        .when(
+            (pl.col("digest_kind") == "headline")
+            & (
+                pl.col("text").str.contains("\n")
+                | (pl.col("text").str.len_chars() > HEADLINE_MAX_CHARS)
+            )
+        )
+        .then(pl.lit("headline longer than one line"))
+    )
+    return (
+        rows.with_columns(problem.alias("problem"))
+        .filter(pl.col("problem").is_not_null())
+        .select("id", "tier", "digest_kind", "problem")
+        .sort("id")
+    )

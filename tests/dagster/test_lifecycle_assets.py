@@ -43,7 +43,7 @@ def _judge() -> ScriptedJudge:
 
 def _materialize(url: str) -> dict[str, dict[str, Any]]:
     result = dg.materialize(
-        LIFECYCLE_ASSETS,
+        [*LIFECYCLE_ASSETS, lifecycle.digests_keep_the_original],
         resources={
             "store": StoreResource(url=url),
             "llm": ScriptedJudgeResource(),
@@ -51,6 +51,8 @@ def _materialize(url: str) -> dict[str, dict[str, Any]]:
         },
     )
     assert result.success
+    [check] = result.get_asset_check_evaluations()
+    assert check.passed and check.metadata["violations"].value == 0
     return {
         mat.asset_key.to_user_string(): {k: v.value for k, v in mat.metadata.items()}
         for node in ("usage_weights", "tiering")

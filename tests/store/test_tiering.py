@@ -7,7 +7,7 @@ import datetime as dt
 
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.lifecycle.digest import DIGEST_MAX_CHARS, HEADLINE_MAX_CHARS
-from memvault.lifecycle.tiering import plan_tiering, run_tiering
+from memvault.lifecycle.tiering import digest_violations, plan_tiering, run_tiering
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import undo_run
@@ -154,3 +154,21 @@ def test_the_gardener_does_not_decay_what_use_reinforced(store: Store) -> None:
     assert importance["twin"] < 0.5 and importance["recalled_long_ago"] < 0.5
     assert importance["recalled"] == 0.5 and importance["boosted"] == 0.5
     assert result.state.phase_metrics["decay"]["kept_by_use"] == 2
+
+
+def test_the_digest_check_finds_a_digest_written_around_the_audit_log(store: Store) -> None:
+    now = utcnow()
+    add_blocks(store, now, {"c": 50, "f": 150, "young": 1})
+    run_tiering(store, scripted(), now=now)
+    assert digest_violations(store).is_empty()
+    # A digest nobody audited (written straight to the table): the full text would be lost.
+    store.backend.execute(
+        "UPDATE blocks SET text = 'gist', summary = 'gist', digest_kind = 'llm', tier = 'cold' "
+        "WHERE id = 'young'"
+    )
+    store.backend.execute("UPDATE blocks SET text = :t WHERE id = 'f'", {"t": "two\nlines"})
+    found = {r["id"]: r["problem"] for r in digest_violations(store).to_dicts()}
+    assert found == {
+        "f": "headline longer than one line",
+        "young": "no before-image in the audit log",
+    }
