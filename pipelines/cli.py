@@ -355,8 +355,43 @@ def demo(
             "the partitions: Assets → profile → daily_snapshot (or diary_page, interest_7d …) → "
             "Partitions; the runs: Runs, filtered by job profile_job"
         )
+    _print_lifecycle(summary.get("lifecycle") or {})
     if not summary["success"]:
         raise typer.Exit(1)
+
+
+def _print_lifecycle(found: dict[str, Any]) -> None:
+    """The demo's closing lines: what the read path and the lifecycle jobs found."""
+    if not found:
+        return
+    asked = found["recall"]
+    top = asked["top"] or "nothing"
+    out.print(
+        f"recall {asked['query']!r}: {escape(top)} … ({asked['latency_ms']} ms; judged "
+        f"{asked['verdict']} against the history; `memvault recall QUERY`, `memvault feedback "
+        f"{asked['recall_id']} correct`)",
+        highlight=False,
+    )
+    tiers = ", ".join(f"{n} {t}" for t, n in found["tiers"].items())
+    kept, twin = found["reinforced_block"], found["untouched_twin"]
+    out.print(
+        f"tiers: {tiers}; the early memory the owner keeps asking about ({kept[0]}) is {kept[1]}, "
+        f"its untouched twin ({twin[0]}) {twin[1]}",
+        highlight=False,
+    )
+    out.print(
+        f"preferences: {found['preferences_binding']} still bind, {found['preferences_stale']} "
+        "no longer (no new evidence for months; `memvault attitudes`)",
+        highlight=False,
+    )
+    skills = ", ".join(f"{name} {level}" for name, level in found["skills"].items())
+    out.print(f"skills: {skills} (`memvault skills`)", highlight=False)
+    inbox = ", ".join(f"{n} {kind}" for kind, n in found["inbox"].items()) or "nothing"
+    out.print(
+        f"discoveries waiting in the inbox: {inbox} (`memvault inbox`); "
+        f"{found['prefetched_queries']} likely next queries prefetched",
+        highlight=False,
+    )
 
 
 @app.command()

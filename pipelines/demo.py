@@ -19,8 +19,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 import memvault
 from memvault.config import DEMO_STORE
-from memvault.demo.generator import DemoConfig, generate, write_jsonl
+from memvault.demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from memvault.errors import MemvaultError
+from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, save_settings
 from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
@@ -137,6 +138,7 @@ def run_demo(
         failed += [f"profile_job: {line}" for line in profile["failures"]]
         assets |= profile.pop("assets")
     success = not failed
+    lifecycle = lifecycle_findings(url, truth) if success else {}
     with memvault.open(url) as handle:
         after = handle.counts(COUNTED_TABLES)
         handle.finish_run(run_id, "succeeded" if success else "failed", {"records": written})
@@ -164,4 +166,60 @@ def run_demo(
         "checks": checks,
         "dagster_runs": runs,
         "profile": profile,
+        "lifecycle": lifecycle,
+    }
+
+
+def lifecycle_findings(url: str, truth: GroundTruth) -> dict[str, Any]:
+    """What the memory's lifecycle made of the history, for the demo's closing summary: one live
+    recall of the owner's employer (with the verdict the history's truth gives it), the tiers,
+    the early memory kept close by use against its untouched twin, preferences that stopped
+    binding, skills by level, the discoveries waiting in the inbox and the prefetched queries."""
+    from memvault.attitudes import binding
+    from memvault.skills import skill_table
+
+    with memvault.open(url) as store:
+        asked = memvault.recall(store, f"where does {truth.owner_name.split()[0]} work")
+        employer = truth.employer_timeline[-1].value
+        said = " ".join(
+            [h.text for h in asked.results] + [f"{f.predicate} {f.object}" for f in asked.facts]
+        )
+        verdict = "correct" if employer.casefold() in said.casefold() else "incorrect"
+        memvault.feedback(store, asked.recall_id, verdict)
+        tiers = dict(
+            store.fetch("SELECT tier, count(*) FROM blocks WHERE status = 'active' GROUP BY tier")
+        )
+        watched = [b for b in (truth.reinforced_block, truth.untouched_twin) if b]
+        tier_of = dict(
+            store.fetch("SELECT id, tier FROM blocks WHERE id = ANY(:ids)", {"ids": watched})
+        )
+        preferences = binding(store)
+        skills = skill_table(store)
+        inbox = dict(
+            store.fetch(
+                "SELECT kind, count(*) FROM discovery_inbox WHERE status = 'new' GROUP BY kind"
+            )
+        )
+        prefetched = store.fetch(
+            "SELECT count(*) FROM prefetch_cache WHERE expires_at > :now", {"now": utcnow()}
+        )[0][0]
+    return {
+        "recall": {
+            "query": asked.query,
+            "recall_id": asked.recall_id,
+            "top": asked.results[0].text[:120] if asked.results else None,
+            "facts": [f"{f.predicate} {f.object}" for f in asked.facts[:3]],
+            "verdict": verdict,
+            "latency_ms": round(asked.latency_ms, 1),
+        },
+        "tiers": {t: int(tiers.get(t, 0)) for t in ("hot", "warm", "cold", "frozen")},
+        "reinforced_block": [truth.reinforced_block, tier_of.get(truth.reinforced_block or "")],
+        "untouched_twin": [truth.untouched_twin, tier_of.get(truth.untouched_twin or "")],
+        "preferences_binding": int(preferences["binding"].sum()),
+        "preferences_stale": int((~preferences["binding"]).sum()),
+        "skills": {
+            row["name"]: f"{row['level']} {row['label']}" for row in skills.iter_rows(named=True)
+        },
+        "inbox": {k: int(v) for k, v in inbox.items()},
+        "prefetched_queries": int(prefetched),
     }

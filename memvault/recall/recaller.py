@@ -21,7 +21,7 @@ from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
-from memvault.recall.intent import classify_intent
+from memvault.recall.intent import INTENT_PREDICATES, classify_intent
 from memvault.recall.log import gap_hint, new_recall_id, write_recall
 from memvault.recall.result import Fact, RecallHit, RecallResult
 from memvault.store import Store
@@ -43,8 +43,12 @@ FROM blocks WHERE id = ANY(:ids) AND status = 'active'
 FACTS_SQL = """
 SELECT subject_id, predicate, object, valid_at FROM triples
 WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
-ORDER BY valid_at DESC NULLS LAST, id LIMIT :n
+ORDER BY CASE WHEN predicate = ANY(:asked) THEN 0 ELSE 1 END, valid_at DESC NULLS LAST, id
+LIMIT :n
 """
+#: Added to the score of a block that states a current fact the query's intent asks for (the
+#: owner's employer now, not the one of last spring).
+CURRENT_FACT_WEIGHT = 0.3
 
 PREFETCH_SQL = """
 SELECT id, result_ids, scores FROM prefetch_cache
@@ -145,8 +149,10 @@ class Recaller:
         entity_ids: list[str],
         limit: int,
         index: SearchIndex | None = None,
+        current: tuple[str, ...] = (),
     ) -> tuple[list[RecallHit], str]:
-        """The best ``limit`` active blocks and the search mode (hybrid or keywords)."""
+        """The best ``limit`` active blocks and the search mode (hybrid or keywords); a block
+        that states one of the ``current`` fact objects ranks higher."""
         index = index or self.ready(store)
         vector = None
         if index.has_vectors:
@@ -160,7 +166,10 @@ class Recaller:
                 tier=row["tier"],
                 digest_kind=row["digest_kind"],
                 score=round(
-                    score + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3)), 6
+                    score
+                    + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3))
+                    + CURRENT_FACT_WEIGHT * _states_any(row["text"], current),
+                    6,
                 ),
                 session_id=row["session_id"],
                 created_at=row["created_at"],
@@ -224,16 +233,27 @@ class Recaller:
             result.served_from_prefetch = True
             result.prefetch_id = str(prefetch_id)
             result.search_mode = "prefetched"
-        else:
-            result.results, result.search_mode = self.search(store, query, entity_ids, limit, index)
-        result.gap_hint = gap_hint(store, signature)
+        asked = INTENT_PREDICATES.get(intent or "", ())
         if facts and entity_ids:
-            frame = store.fetch_df(FACTS_SQL, {"ids": entity_ids, "n": MAX_FACTS})
+            frame = store.fetch_df(
+                FACTS_SQL, {"ids": entity_ids, "asked": list(asked) or [""], "n": MAX_FACTS}
+            )
             result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
+        if not result.served_from_prefetch:
+            current = tuple(f.object for f in result.facts if f.predicate in asked)
+            result.results, result.search_mode = self.search(
+                store, query, entity_ids, limit, index, current
+            )
+        result.gap_hint = gap_hint(store, signature)
         result.latency_ms = (time.perf_counter() - started) * 1000
         if record:
             write_recall(store, result, session_id, now)
         return result
+
+
+def _states_any(text: str, objects: tuple[str, ...]) -> bool:
+    folded = text.casefold()
+    return any(o.casefold() in folded for o in objects if len(o) >= 3)
 
 
 #: One recaller per (store URL, embedder spec) in this process.

@@ -213,3 +213,48 @@ def test_memvault_exposes_recall_and_feedback(filled: Store) -> None:
     assert report.feedback_ids and filled.fetch(
         "SELECT value FROM feedback WHERE kind = 'verdict'"
     ) == [(0.0,)]
+
+
+def test_an_intent_puts_its_current_facts_first_and_the_block_that_states_them_above(
+    store: Store, tmp_path: Path
+) -> None:
+    """Asked where the owner works, the current employer comes first, not last spring's."""
+    from memvault.demo.generator import write_jsonl
+    from memvault.ingest import ingest_file
+    from memvault.records import (
+        BlockRecord,
+        EntityRecord,
+        MentionRecord,
+        SessionRecord,
+        TripleRecord,
+    )
+
+    old, new = T0 - dt.timedelta(days=200), T0 - dt.timedelta(days=2)
+    records = [
+        SessionRecord(id="s-old", started_at=old),
+        SessionRecord(id="s-new", started_at=new),
+        EntityRecord(id="ent_ada", name="Ada Lovelace", entity_type="person"),
+        BlockRecord(id="b_initech", session_id="s-old", created_at=old,
+                    text="Where Ada Lovelace works: Initech, as an analyst."),
+        BlockRecord(id="b_tyrell", session_id="s-new", created_at=new,
+                    text="Ada Lovelace started at Tyrell Systems this week."),
+        MentionRecord(entity="ent_ada", block_id="b_initech", session_id="s-old", mentioned_at=old),
+        MentionRecord(entity="ent_ada", block_id="b_tyrell", session_id="s-new", mentioned_at=new),
+        TripleRecord(subject="ent_ada", predicate="works_at", object="Initech", valid_at=old,
+                     invalid_at=new, created_at=old, source_session="s-old"),
+        TripleRecord(subject="ent_ada", predicate="works_at", object="Tyrell Systems",
+                     valid_at=new, created_at=new, source_session="s-new"),
+        TripleRecord(subject="ent_ada", predicate="uses_tool", object="pytest",
+                     valid_at=T0, created_at=T0, source_session="s-new"),
+    ]  # fmt: skip
+    path = tmp_path / "employers.jsonl"
+    write_jsonl(records, path)
+    ingest_file(store, path)
+    embed_missing(store, HashingEmbedder(), kinds=("block",))
+    result = recall(store, "where does Ada Lovelace work", now=T0)
+    assert result.intent == "employer_lookup"
+    assert [(f.predicate, f.object) for f in result.facts][:2] == [
+        ("works_at", "Tyrell Systems"),
+        ("uses_tool", "pytest"),
+    ]
+    assert [h.block_id for h in result.results] == ["b_tyrell", "b_initech"], result.results
