@@ -120,6 +120,7 @@ def test_demo_builds_a_fresh_store_and_runs_every_asset(cli, tmp_path: Path) -> 
         "garden_job",
         "lint_job",
         "gaps_job",
+        "prefetch_job",
     }
     profile = summary["profile"]
     with dg.DagsterInstance.from_config(str(tmp_path / ".dagster")) as instance:
