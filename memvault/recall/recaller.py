@@ -43,8 +43,29 @@ FROM blocks WHERE id = ANY(:ids) AND status = 'active'
 FACTS_SQL = """
 SELECT subject_id, predicate, object, valid_at FROM triples
 WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
-ORDER BY valid_at DESC NULLS LAST, id LIMIT :n
+ORDER BY CASE {rank} ELSE 99 END, valid_at DESC NULLS LAST, id LIMIT :n
 """
+
+#: The facts that answer an intent come first (then the newest others).
+INTENT_PREDICATES: dict[str, tuple[str, ...]] = {
+    "employer_lookup": ("works_at", "has_role"),
+    "location_lookup": ("lives_in", "located_in"),
+    "project_status": ("project_status", "depends_on"),
+    "person_lookup": ("has_role", "works_at", "lives_in", "knows"),
+    "dependency_lookup": ("depends_on",),
+    "preference_lookup": ("prefers", "interested_in"),
+    "howto": ("depends_on", "uses_tool"),
+    "tool_usage": ("uses_tool",),
+    "concept_lookup": ("related_to",),
+}
+
+
+def facts_sql(intent: str | None) -> str:
+    """FACTS_SQL with the intent's predicates ranked first (constants, never user input)."""
+    preds = INTENT_PREDICATES.get(intent or "", ())
+    rank = " ".join(f"WHEN predicate = '{p}' THEN {k}" for k, p in enumerate(preds))
+    return FACTS_SQL.format(rank=rank or "WHEN FALSE THEN 0")
+
 
 PREFETCH_SQL = """
 SELECT id, result_ids, scores FROM prefetch_cache
@@ -228,7 +249,7 @@ class Recaller:
             result.results, result.search_mode = self.search(store, query, entity_ids, limit, index)
         result.gap_hint = gap_hint(store, signature)
         if facts and entity_ids:
-            frame = store.fetch_df(FACTS_SQL, {"ids": entity_ids, "n": MAX_FACTS})
+            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
             result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
         result.latency_ms = (time.perf_counter() - started) * 1000
         if record:
