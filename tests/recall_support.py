@@ -46,10 +46,14 @@ def records() -> list[Record]:
         ]
     for k in range(3):  # the owner is the person mentioned most
         out.append(MentionRecord(entity="ent_ada", session_id="s1", mentioned_at=T0 - dt.timedelta(hours=k + 2)))  # fmt: skip
-    out.append(
+    out += [
         TripleRecord(subject="ent_quill", predicate="has_status", object="paused",
-                     created_at=T0 - dt.timedelta(days=1), source_session="s1")
-    )  # fmt: skip
+                     created_at=T0 - dt.timedelta(days=1), source_session="s1"),
+        TripleRecord(subject="ent_ada", predicate="works_at", object="Acme Software",
+                     valid_at=T0 - dt.timedelta(days=200), created_at=T0 - dt.timedelta(days=1)),
+        TripleRecord(subject="ent_ada", predicate="uses_tool", object="pytest",
+                     valid_at=T0 - dt.timedelta(days=2), created_at=T0 - dt.timedelta(days=1)),
+    ]  # fmt: skip
     return out
 
 

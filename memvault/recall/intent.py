@@ -24,20 +24,6 @@ INTENTS: tuple[str, ...] = (
     "concept_lookup",
 )
 
-#: The predicates whose current facts answer an intent; they come first among a recall's facts
-#: and a block that states one of their current objects ranks higher.
-INTENT_PREDICATES: dict[str, tuple[str, ...]] = {
-    "employer_lookup": ("works_at", "has_role"),
-    "location_lookup": ("lives_in", "located_in"),
-    "project_status": ("project_status",),
-    "person_lookup": ("works_at", "lives_in", "knows"),
-    "dependency_lookup": ("depends_on",),
-    "preference_lookup": ("prefers",),
-    "howto": (),
-    "tool_usage": ("uses_tool",),
-    "concept_lookup": ("interested_in", "related_to"),
-}
-
 #: (intent, pattern) in the order they are tried; patterns see the lower-cased query.
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (intent, re.compile(pattern))

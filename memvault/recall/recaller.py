@@ -21,7 +21,7 @@ from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
-from memvault.recall.intent import INTENT_PREDICATES, classify_intent
+from memvault.recall.intent import classify_intent
 from memvault.recall.log import gap_hint, new_recall_id, write_recall
 from memvault.recall.result import Fact, RecallHit, RecallResult
 from memvault.store import Store
@@ -43,12 +43,32 @@ FROM blocks WHERE id = ANY(:ids) AND status = 'active'
 FACTS_SQL = """
 SELECT subject_id, predicate, object, valid_at FROM triples
 WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
-ORDER BY CASE WHEN predicate = ANY(:asked) THEN 0 ELSE 1 END, valid_at DESC NULLS LAST, id
-LIMIT :n
+ORDER BY CASE {rank} ELSE 99 END, valid_at DESC NULLS LAST, id LIMIT :n
 """
 #: Added to the score of a block that states a current fact the query's intent asks for (the
 #: owner's employer now, not the one of last spring).
 CURRENT_FACT_WEIGHT = 0.3
+
+#: The facts that answer an intent come first (then the newest others).
+INTENT_PREDICATES: dict[str, tuple[str, ...]] = {
+    "employer_lookup": ("works_at", "has_role"),
+    "location_lookup": ("lives_in", "located_in"),
+    "project_status": ("project_status", "depends_on"),
+    "person_lookup": ("has_role", "works_at", "lives_in", "knows"),
+    "dependency_lookup": ("depends_on",),
+    "preference_lookup": ("prefers", "interested_in"),
+    "howto": ("depends_on", "uses_tool"),
+    "tool_usage": ("uses_tool",),
+    "concept_lookup": ("related_to",),
+}
+
+
+def facts_sql(intent: str | None) -> str:
+    """FACTS_SQL with the intent's predicates ranked first (constants, never user input)."""
+    preds = INTENT_PREDICATES.get(intent or "", ())
+    rank = " ".join(f"WHEN predicate = '{p}' THEN {k}" for k, p in enumerate(preds))
+    return FACTS_SQL.format(rank=rank or "WHEN FALSE THEN 0")
+
 
 PREFETCH_SQL = """
 SELECT id, result_ids, scores FROM prefetch_cache
@@ -235,9 +255,7 @@ class Recaller:
             result.search_mode = "prefetched"
         asked = INTENT_PREDICATES.get(intent or "", ())
         if facts and entity_ids:
-            frame = store.fetch_df(
-                FACTS_SQL, {"ids": entity_ids, "asked": list(asked) or [""], "n": MAX_FACTS}
-            )
+            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
             result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
         if not result.served_from_prefetch:
             current = tuple(f.object for f in result.facts if f.predicate in asked)

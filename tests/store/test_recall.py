@@ -129,6 +129,9 @@ def test_a_cold_block_comes_back_as_its_digest_with_its_tier(filled: Store) -> N
     top = result.results[0]
     assert (top.block_id, top.tier, top.digest_kind) == ("b_ada_work", "cold", "extractive")
     assert top.text.startswith("Digest: Ada")
+    # The fact that answers the question comes first, though another is newer.
+    facts = [(f.predicate, f.object) for f in result.facts]
+    assert facts == [("works_at", "Acme Software"), ("uses_tool", "pytest")]
 
 
 def test_the_index_reads_new_and_archived_blocks_without_a_rebuild(
