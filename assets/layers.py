@@ -49,6 +49,7 @@ def _in_run(store: Store, kind: str, context: dg.AssetExecutionContext, work: An
 
 @dg.asset(
     group_name=LAYERS_GROUP,
+    deps=[dg.AssetKey("collected_sessions")],
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -99,6 +100,7 @@ def attitude_decay(
 
 @dg.asset(
     group_name=LAYERS_GROUP,
+    deps=[dg.AssetKey("collected_sessions")],
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,

@@ -22,6 +22,7 @@ GROUP = "lifecycle"
 
 @dg.asset(
     group_name=GROUP,
+    deps=[dg.AssetKey("collected_sessions")],
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,

@@ -35,10 +35,10 @@ EXPECTED_GRAPH = {
     "interest_90d": {"group": "profile", "deps": {"daily_snapshot"}},
     "diary_page": {"group": "profile", "deps": {"daily_snapshot", "interest_7d"}},
     "knowledge_gaps": {"group": "profile", "deps": {"dream_signal"}},
-    "usage_weights": {"group": "lifecycle", "deps": set()},
+    "usage_weights": {"group": "lifecycle", "deps": {"collected_sessions"}},
     "tiering": {"group": "lifecycle", "deps": {"usage_weights"}},
-    "attitude_decay": {"group": "layers", "deps": set()},
-    "skill_levels": {"group": "layers", "deps": set()},
+    "attitude_decay": {"group": "layers", "deps": {"collected_sessions"}},
+    "skill_levels": {"group": "layers", "deps": {"collected_sessions"}},
     "prefetch_cache": {"group": "read_path", "deps": {"memory_embeddings"}},
 }
 

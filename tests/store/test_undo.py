@@ -17,9 +17,16 @@ from tests.dagster.dream_support import seed_demo_store
 from tests.helpers import FIXTURES, export_text
 
 
+def _seeded(store: Store, url: str, tmp_path: Path) -> None:
+    """A small demo store whose recalls were asked two months ago, so the prune archives the
+    orphans they named (an entity asked about lately is in use and kept)."""
+    seed_demo_store(url, tmp_path, sessions=20)
+    store.backend.execute("UPDATE recall_log SET created_at = created_at - INTERVAL '60 days'")
+
+
 def _dreamed(store: Store, url: str, tmp_path: Path) -> str:
     """A demo store after a consolidation and a prune: a run that changed several tables."""
-    seed_demo_store(url, tmp_path, sessions=20)
+    _seeded(store, url, tmp_path)
     run = store.begin_run("dream")
     apply_conflict_plan(store, plan_conflicts(store, HeuristicJudge()), run)
     prune_orphans(store, run, DreamConfig(orphan_grace_days=0))
@@ -30,7 +37,7 @@ def _dreamed(store: Store, url: str, tmp_path: Path) -> str:
 def test_undo_restores_every_table_the_run_changed_and_can_be_undone_itself(
     store: Store, store_url: str, tmp_path: Path
 ) -> None:
-    seed_demo_store(store_url, tmp_path, sessions=20)
+    _seeded(store, store_url, tmp_path)
     before = export_text(store)
     run = store.begin_run("dream")
     apply_conflict_plan(store, plan_conflicts(store, HeuristicJudge()), run)
