@@ -365,11 +365,11 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
     if not found:
         return
     asked = found["recall"]
-    top = asked["top"] or "nothing"
+    facts = "; ".join(asked["facts"]) or "no fact"
     out.print(
-        f"recall {asked['query']!r}: {escape(top)} … ({asked['latency_ms']} ms; judged "
-        f"{asked['verdict']} against the history; `memvault recall QUERY`, `memvault feedback "
-        f"{asked['recall_id']} correct`)",
+        f"recall {asked['query']!r}: {escape(facts)}; top memory: {escape(asked['top'] or 'none')} "
+        f"({asked['latency_ms']} ms; judged {asked['verdict']} against the history; `memvault "
+        f"recall QUERY`, `memvault feedback {asked['recall_id']} correct`)",
         highlight=False,
     )
     tiers = ", ".join(f"{n} {t}" for t, n in found["tiers"].items())
