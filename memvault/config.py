@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -77,17 +78,26 @@ def claude_projects_dir() -> Path | None:
     return default if default.is_dir() else None
 
 
-def env_number(name: str, default: float) -> float:
-    """A positive number from the environment variable ``name`` (unset or empty: ``default``)."""
-    raw = (os.environ.get(name) or "").strip()
+def env_number(
+    name: str,
+    default: float,
+    *,
+    environ: Mapping[str, str] | None = None,
+    allow_zero: bool = False,
+) -> float:
+    """A positive number (or zero, with ``allow_zero``) from the environment variable ``name``
+    (unset or empty: ``default``); anything else is a one-line error naming the variable."""
+    env = os.environ if environ is None else environ
+    raw = (env.get(name) or "").strip()
     if not raw:
         return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if value < 0 or (value == 0 and not allow_zero):
         from memvault.errors import MemvaultError
 
-        raise MemvaultError(f"{name}={raw!r}: give a positive number (default {default:g})")
+        least = "0 or more" if allow_zero else "a positive number"
+        raise MemvaultError(f"{name}={raw!r}: give {least} (default {default:g})")
     return value

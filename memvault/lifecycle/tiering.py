@@ -16,7 +16,6 @@ computed from the data alone, so a re-run right after plans nothing and asks not
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from memvault.config import env_number
 from memvault.errors import MemvaultError
 from memvault.judge.base import Judge
 from memvault.lifecycle.digest import (
@@ -40,14 +40,6 @@ from memvault.store import Store
 TIERS: tuple[str, ...] = ("hot", "warm", "cold", "frozen")
 RANK = {t: i for i, t in enumerate(TIERS)}
 PHASE = "tiering"
-
-
-def _env_days(name: str, default: float) -> float:
-    value = os.environ.get(name) or str(default)
-    try:
-        return float(value)
-    except ValueError:
-        raise MemvaultError(f"{name}={value!r}: give a number of days") from None
 
 
 @dataclass(frozen=True)
@@ -74,9 +66,9 @@ class TierConfig:
         """``MEMVAULT_TIER_HOT_DAYS`` (7), ``MEMVAULT_TIER_WARM_DAYS`` (30),
         ``MEMVAULT_TIER_COLD_DAYS`` (90)."""
         return cls(
-            hot_days=_env_days("MEMVAULT_TIER_HOT_DAYS", 7.0),
-            warm_days=_env_days("MEMVAULT_TIER_WARM_DAYS", 30.0),
-            cold_days=_env_days("MEMVAULT_TIER_COLD_DAYS", 90.0),
+            hot_days=env_number("MEMVAULT_TIER_HOT_DAYS", 7.0),
+            warm_days=env_number("MEMVAULT_TIER_WARM_DAYS", 30.0),
+            cold_days=env_number("MEMVAULT_TIER_COLD_DAYS", 90.0),
         )
 
     def tier_of(self, column: str) -> pl.Expr:

@@ -34,10 +34,10 @@ from typing import Any
 
 import polars as pl
 
-from memvault.errors import MemvaultError
+from memvault.config import env_number
 from memvault.ids import stable_id
-from memvault.normalize import utcnow
-from memvault.recall.recaller import Recaller, naive_utc, signature_of
+from memvault.normalize import to_utc_naive, utcnow
+from memvault.recall.recaller import Recaller, signature_of
 from memvault.store import Store
 
 #: Predictions searched per run, at most.
@@ -174,7 +174,7 @@ def predict(
     store: Store, now: dt.datetime | None = None, *, limit: int = MAX_PREDICTIONS
 ) -> list[Prediction]:
     """The signatures most likely asked next, strongest first (at most ``limit``)."""
-    now = naive_utc(now) if now is not None else utcnow()
+    now = to_utc_naive(now) if now is not None else utcnow()
     found: list[Prediction] = []
     log = _recalls(store, now - dt.timedelta(days=WINDOW_DAYS), now)
     if log.height:
@@ -254,7 +254,7 @@ def refresh_prefetch(
 ) -> PrefetchReport:
     """Predict, search and write the cache; unchanged valid entries are left alone."""
     started = time.perf_counter()
-    now = naive_utc(now) if now is not None else utcnow()
+    now = to_utc_naive(now) if now is not None else utcnow()
     report = PrefetchReport(run_id=run_id)
     predictions = predict(store, now, limit=limit)
     report.predictions = len(predictions)
@@ -352,7 +352,7 @@ def run_prefetch(
 ) -> PrefetchReport:
     """One prefetch run (kind ``prefetch``): refresh the cache, then measure the hit rate of
     the last ``hit_window_hours``."""
-    now = naive_utc(now) if now is not None else utcnow()
+    now = to_utc_naive(now) if now is not None else utcnow()
     recaller = recaller or Recaller()
     run_id = store.begin_run("prefetch", {"dagster_run_id": dagster_run_id, "now": now})
     try:
@@ -367,23 +367,7 @@ def run_prefetch(
 
 def settings_from_env(environ: dict[str, str] | None = None) -> dict[str, float]:
     """``MEMVAULT_PREFETCH_TTL_HOURS`` and ``MEMVAULT_PREFETCH_PREDICTIONS`` (else the defaults)."""
-    import os
-
-    env = os.environ if environ is None else environ
-
-    def number(name: str, default: float) -> float:
-        raw = (env.get(name) or "").strip()
-        if not raw:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise MemvaultError(f"{name}={raw!r} is not a number") from None
-        if value <= 0:
-            raise MemvaultError(f"{name} must be positive, not {raw}")
-        return value
-
     return {
-        "ttl_hours": number("MEMVAULT_PREFETCH_TTL_HOURS", TTL_HOURS),
-        "limit": number("MEMVAULT_PREFETCH_PREDICTIONS", MAX_PREDICTIONS),
+        "ttl_hours": env_number("MEMVAULT_PREFETCH_TTL_HOURS", TTL_HOURS, environ=environ),
+        "limit": env_number("MEMVAULT_PREFETCH_PREDICTIONS", MAX_PREDICTIONS, environ=environ),
     }

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from memvault.config import env_number
 from memvault.embed import Embedder, make_embedder
-from memvault.errors import MemvaultError
-from memvault.normalize import utcnow
+from memvault.normalize import to_utc_naive, utcnow
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
 from memvault.recall.intent import classify_intent
@@ -80,27 +80,14 @@ ORDER BY created_at DESC, id LIMIT 1
 def refresh_interval(environ: dict[str, str] | None = None) -> float:
     """Seconds a recall trusts the index without asking the store what changed
     (``MEMVAULT_RECALL_REFRESH_S``, default 1; 0 asks before every recall)."""
-    env = os.environ if environ is None else environ
-    raw = (env.get("MEMVAULT_RECALL_REFRESH_S") or "").strip()
-    try:
-        value = float(raw) if raw else REFRESH_SECONDS
-    except ValueError:
-        raise MemvaultError(
-            f"MEMVAULT_RECALL_REFRESH_S={raw!r} is not a number of seconds"
-        ) from None
-    if value < 0:
-        raise MemvaultError("MEMVAULT_RECALL_REFRESH_S must be 0 or more")
-    return value
+    return env_number(
+        "MEMVAULT_RECALL_REFRESH_S", REFRESH_SECONDS, environ=environ, allow_zero=True
+    )
 
 
 def signature_of(intent: str | None, entity_ids: list[str]) -> str:
     """``intent|sorted entity ids``: what knowledge gaps and prefetch match recalls by."""
     return f"{intent or '-'}|{','.join(sorted(entity_ids))}"
-
-
-def naive_utc(value: dt.datetime) -> dt.datetime:
-    """The store's convention: naive datetimes in UTC."""
-    return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
 
 
 def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -215,7 +202,7 @@ class Recaller:
     ) -> RecallResult:
         """Answer ``query`` and record it (recall_log, block access), unless ``record`` is False."""
         started = time.perf_counter()
-        now = naive_utc(now) if now is not None else utcnow()
+        now = to_utc_naive(now) if now is not None else utcnow()
         if limit < 1:
             raise ValueError("limit must be at least 1")
         previous = self.index

@@ -32,9 +32,9 @@ import pytest
 import memvault
 from memvault.embed import HashingEmbedder
 from memvault.ingest import ingest_file
+from memvault.normalize import to_utc_naive
 from memvault.recall import Recaller, feedback
 from memvault.recall.prefetch import hit_rate, run_prefetch
-from memvault.recall.recaller import naive_utc
 from memvault.vectors import embed_missing
 from tests.perf.dream_data import build_scaled_store, holdout_path
 
@@ -129,13 +129,13 @@ def test_recall_latency_and_prefetch_hit_rate(tmp_path: Path, monkeypatch: pytes
     with memvault.open(url) as store:
         ingest_file(store, rest)
         embed_missing(store, embedder, kinds=("block",), batch_size=8192)
-        first = naive_utc(dt.datetime.fromisoformat(recalls[0]["created_at"]))
+        first = to_utc_naive(dt.datetime.fromisoformat(recalls[0]["created_at"]))
         start = first.replace(minute=0, second=0, microsecond=0)
         clock = start
         runs, run_s, served_flags = 0, 0.0, []
         started = time.perf_counter()
         for rec in recalls:
-            at = naive_utc(dt.datetime.fromisoformat(rec["created_at"]))
+            at = to_utc_naive(dt.datetime.fromisoformat(rec["created_at"]))
             while clock <= at:
                 t = time.perf_counter()
                 run_prefetch(store, recaller, clock)
