@@ -21,7 +21,6 @@ import polars as pl
 
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
-from memvault.recall.log import record_run
 from memvault.store import Store
 from memvault.store.store import new_run_id
 
@@ -82,7 +81,7 @@ def feedback(
     run_id = new_run_id("feedback")
     report = FeedbackReport(run_id=run_id, recall_id=recall_id, verdict=word)
     with store.mutation(run_id, "feedback") as m:
-        record_run(store, run_id, "feedback", now, {"recall_id": recall_id, "verdict": word})
+        store.record_run(run_id, "feedback", now, {"recall_id": recall_id, "verdict": word})
         if word in VERDICTS:
             label, value = VERDICTS[word]
             targets = [(recall_id, "verdict", value)]

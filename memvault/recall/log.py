@@ -11,36 +11,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-from typing import Any
 
 import polars as pl
 
 from memvault.recall.result import GapHint, RecallResult
 from memvault.store import Store
-from memvault.store.liveness import HOST, carrier_pid
 
 
 def new_recall_id(now: dt.datetime) -> str:
     return f"recall-{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
 
 
-def record_run(store: Store, run_id: str, kind: str, now: dt.datetime, params: dict[str, Any]) -> None:  # fmt: skip
-    """A finished run row for a foreground write (so `memvault runs` / `undo` know it)."""
-    store.backend.execute(
-        "INSERT INTO runs (id, kind, status, started_at, finished_at, params, host, pid, "
-        "heartbeat_at) VALUES (:id, :k, 'succeeded', :t, :t, :p, :h, :pid, :t)",
-        {
-            "id": run_id,
-            "k": kind,
-            "t": now,
-            "p": json.dumps(params, default=str),
-            "h": HOST,
-            "pid": carrier_pid(),
-        },
-    )
-
-
-#: Whether a signature has a recorded gap, and its INCORRECT verdicts so far: one round trip.
 FAILED_BEFORE_SQL = """
 SELECT 'gap' AS part, count(*) AS n, NULL AS last FROM knowledge_gap WHERE query_signature = :s
 UNION ALL
@@ -109,7 +90,7 @@ def write_recall(store: Store, result: RecallResult, session_id: str | None, now
                           "prefetch_id": pl.Utf8, "gap_hint": pl.Utf8},
     )  # fmt: skip
     with store.mutation(result.recall_id, "recall") as m:
-        record_run(store, result.recall_id, "recall", now, {"query": result.query})
+        store.record_run(result.recall_id, "recall", now, {"query": result.query})
         m.insert("recall_log", row, action="recall", reason="a recall")
         if ids:
             counts = store.fetch_df(

@@ -203,6 +203,24 @@ class Store:
             )
         return run_id
 
+    def record_run(
+        self, run_id: str, kind: str, at: dt.datetime, params: Mapping[str, Any] | None = None
+    ) -> None:
+        """A run that starts and succeeds at ``at`` (a foreground write such as a recall), in
+        one statement, so ``memvault runs`` and ``undo`` know it."""
+        self.backend.execute(
+            "INSERT INTO runs (id, kind, status, started_at, finished_at, params, host, pid, "
+            "heartbeat_at) VALUES (:id, :k, 'succeeded', :t, :t, :p, :h, :pid, :t)",
+            {
+                "id": run_id,
+                "k": kind,
+                "t": at,
+                "p": json.dumps(dict(params or {}), default=str),
+                "h": HOST,
+                "pid": carrier_pid(),
+            },
+        )
+
     def heartbeat(self, run_id: str) -> None:
         """This process carries the run on now (each stage of a run may be its own process)."""
         self.backend.execute(
