@@ -38,11 +38,8 @@ class LayersConfig(dg.Config):
 
 def _in_run(store: Store, kind: str, context: dg.AssetExecutionContext, work: Any) -> Any:
     run_id = store.begin_run(kind, {"dagster_run_id": context.run.run_id})
-    try:
+    with store.failing_run(run_id):
         report = work(run_id)
-    except Exception as exc:
-        store.finish_run(run_id, "failed", error=str(exc))
-        raise
     store.finish_run(run_id, "succeeded", report.as_dict())
     return report, run_id
 

@@ -40,6 +40,7 @@ import datetime as dt
 import json
 import math
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -351,64 +352,60 @@ def upsert(
         decision = route(policy, calibrate(store, policy), REVIEW_KIND, confidence, impact)
     own_run = run_id is None
     run_id = run_id or store.begin_run(PHASE, {"category": category, "topic": topic})
-    try:
-        with store.mutation(run_id, PHASE) as m:
-            if head is None:
-                new_id = write_version(
-                    m, versions, category=category, topic=topic, statement=statement,
-                    confidence=confidence, evidence=evidence, now=now,
-                )  # fmt: skip
-                result = UpsertResult("created", new_id, run_id, message="a first preference")
-            elif same_statement(head["statement"], statement):
-                reinforce(m, head, confidence, evidence, now)
-                result = UpsertResult("reinforced", head["id"], run_id, message="reinforced")
-            elif decision.auto:
-                new_id = write_version(
-                    m, versions, category=category, topic=topic, statement=statement,
-                    confidence=confidence, evidence=evidence, now=now,
-                )  # fmt: skip
-                result = UpsertResult(
-                    "replaced", new_id, run_id, replaces=head["id"], message=decision.reason
-                )
-            else:
-                item_id = f"attitude:{stable_id('att', category, statement, now)}"
-                row = enqueue_row(
-                    item_id=item_id,
-                    kind=REVIEW_KIND,
-                    target_table="attitudes",
-                    target_id=head["id"],
-                    proposal={
-                        "action": "replace",
-                        "category": category,
-                        "topic": topic,
-                        "statement": statement,
-                        "confidence": confidence,
-                        "evidence": evidence,
-                        "stated_at": iso(now),
-                        "replaces": head["id"],
-                        "current": head["statement"],
-                        "question": "Does this replace the current preference? correct makes "
-                        "it the new version, wrong keeps the current one.",
-                    },
-                    reason=f"a new {category} preference replaces {head['statement']!r}; "
-                    f"{decision.reason}",
-                    confidence=confidence,
-                    impact=impact,
-                    impact_inputs=inputs.model_dump(),
-                    deadline=now + dt.timedelta(days=policy.deadline_days),
-                    run_id=run_id,
-                    now=now,
-                )
-                m.insert("review_queue", pl.DataFrame([row]), action="queue",
-                         reason="a replaced preference waits for a human")  # fmt: skip
-                result = UpsertResult(
-                    "queued", None, run_id, review_id=item_id, replaces=head["id"],
-                    message=f"waits for review: memvault review approve {item_id}",
-                )  # fmt: skip
-    except Exception as exc:
-        if own_run:
-            store.finish_run(run_id, "failed", error=str(exc))
-        raise
+    guard = store.failing_run(run_id) if own_run else nullcontext()
+    with guard, store.mutation(run_id, PHASE) as m:
+        if head is None:
+            new_id = write_version(
+                m, versions, category=category, topic=topic, statement=statement,
+                confidence=confidence, evidence=evidence, now=now,
+            )  # fmt: skip
+            result = UpsertResult("created", new_id, run_id, message="a first preference")
+        elif same_statement(head["statement"], statement):
+            reinforce(m, head, confidence, evidence, now)
+            result = UpsertResult("reinforced", head["id"], run_id, message="reinforced")
+        elif decision.auto:
+            new_id = write_version(
+                m, versions, category=category, topic=topic, statement=statement,
+                confidence=confidence, evidence=evidence, now=now,
+            )  # fmt: skip
+            result = UpsertResult(
+                "replaced", new_id, run_id, replaces=head["id"], message=decision.reason
+            )
+        else:
+            item_id = f"attitude:{stable_id('att', category, statement, now)}"
+            row = enqueue_row(
+                item_id=item_id,
+                kind=REVIEW_KIND,
+                target_table="attitudes",
+                target_id=head["id"],
+                proposal={
+                    "action": "replace",
+                    "category": category,
+                    "topic": topic,
+                    "statement": statement,
+                    "confidence": confidence,
+                    "evidence": evidence,
+                    "stated_at": iso(now),
+                    "replaces": head["id"],
+                    "current": head["statement"],
+                    "question": "Does this replace the current preference? correct makes "
+                    "it the new version, wrong keeps the current one.",
+                },
+                reason=f"a new {category} preference replaces {head['statement']!r}; "
+                f"{decision.reason}",
+                confidence=confidence,
+                impact=impact,
+                impact_inputs=inputs.model_dump(),
+                deadline=now + dt.timedelta(days=policy.deadline_days),
+                run_id=run_id,
+                now=now,
+            )
+            m.insert("review_queue", pl.DataFrame([row]), action="queue",
+                     reason="a replaced preference waits for a human")  # fmt: skip
+            result = UpsertResult(
+                "queued", None, run_id, review_id=item_id, replaces=head["id"],
+                message=f"waits for review: memvault review approve {item_id}",
+            )  # fmt: skip
     if own_run:
         store.finish_run(run_id, "succeeded", {"status": result.status, "id": result.attitude_id})
     return result

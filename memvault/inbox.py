@@ -75,12 +75,8 @@ def take_inbox(
         {"id": rows["id"], "status": ["seen"] * rows.height, "shown_at": [now] * rows.height},
         schema_overrides={"shown_at": pl.Datetime("us")},
     )
-    try:
-        with store.mutation(run_id, PHASE) as m:
-            m.update_many("discovery_inbox", changes, action="inbox-seen", reason="shown")
-    except Exception as exc:
-        store.finish_run(run_id, "failed", error=str(exc))
-        raise
+    with store.failing_run(run_id), store.mutation(run_id, PHASE) as m:
+        m.update_many("discovery_inbox", changes, action="inbox-seen", reason="shown")
     store.finish_run(run_id, "succeeded", {"shown": rows.height})
     shown = rows.with_columns(status=pl.lit("seen"), shown_at=pl.lit(now, dtype=pl.Datetime("us")))
     return _decoded(store, shown)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,17 +185,13 @@ def record_use(
     before = _level_of(store, sid)
     own_run = run_id is None
     run_id = run_id or store.begin_run(PHASE, {"skill": name})
-    try:
-        with store.mutation(run_id, PHASE) as m:
-            row = {"id": use_id, "skill_id": sid, "skill": name, "proficiency": proficiency,
-                   "session_id": session_id, "evidence": evidence, "used_at": now}  # fmt: skip
-            if not m.insert("skill_uses", pl.DataFrame([row]), reason="a use of the skill"):
-                raise SkillError(f"this use of {name!r} at {now:%Y-%m-%d %H:%M:%S} is recorded")
-            recompute_skills(store, m, [sid], now, half_life)
-    except Exception as exc:
-        if own_run:
-            store.finish_run(run_id, "failed", error=str(exc))
-        raise
+    guard = store.failing_run(run_id) if own_run else nullcontext()
+    with guard, store.mutation(run_id, PHASE) as m:
+        row = {"id": use_id, "skill_id": sid, "skill": name, "proficiency": proficiency,
+               "session_id": session_id, "evidence": evidence, "used_at": now}  # fmt: skip
+        if not m.insert("skill_uses", pl.DataFrame([row]), reason="a use of the skill"):
+            raise SkillError(f"this use of {name!r} at {now:%Y-%m-%d %H:%M:%S} is recorded")
+        recompute_skills(store, m, [sid], now, half_life)
     level, xp = store.fetch("SELECT level, xp FROM skills WHERE id = :id", {"id": sid})[0]
     if own_run:
         store.finish_run(run_id, "succeeded", {"skill": name, "level": level})

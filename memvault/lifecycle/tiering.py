@@ -303,11 +303,8 @@ def run_tiering(
             PHASE, {"now": plan.now.isoformat(), "changes": plan.changes.height}
         )
         result.run_id = run_id
-        try:
+        with store.failing_run(run_id):
             apply_tiering(store, plan, judge, run_id, result)
-        except BaseException as exc:
-            store.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-            raise
         result.duration_s = time.monotonic() - started
         store.finish_run(run_id, "succeeded", result.summary())
     result.duration_s = time.monotonic() - started

@@ -355,12 +355,9 @@ def run_prefetch(
     now = to_utc_naive(now) if now is not None else utcnow()
     recaller = recaller or Recaller()
     run_id = store.begin_run("prefetch", {"dagster_run_id": dagster_run_id, "now": now})
-    try:
+    with store.failing_run(run_id):
         report = refresh_prefetch(store, recaller, run_id, now, limit=limit, ttl_hours=ttl_hours)
         report.hit_rate = hit_rate(store, now - dt.timedelta(hours=hit_window_hours), now)
-    except Exception as exc:
-        store.finish_run(run_id, "failed", error=str(exc))
-        raise
     store.finish_run(run_id, "succeeded", report.as_dict())
     return report
 
