@@ -95,11 +95,13 @@ def recompute_skills(
     mutation: Mutation,
     skill_ids: list[str],
     now: dt.datetime,
-    half_life: float = HALF_LIFE_DAYS,
+    half_life: float | None = None,
 ) -> int:
-    """Refresh the ``skills`` rows of the given skills inside ``mutation``; returns rows written."""
+    """Refresh the ``skills`` rows of the given skills inside ``mutation`` (half-life: the
+    setting unless given); returns rows written."""
     if not skill_ids:
         return 0
+    half_life = half_life or half_life_days()
     uses = store.fetch_df("SELECT * FROM skill_uses WHERE skill_id = ANY(:ids)", {"ids": skill_ids})
     fresh = compute_skills(uses, now, half_life)
     if fresh.is_empty():
