@@ -8,7 +8,10 @@ skip on a laptop, but fail under ``CI=true``.
 
 from __future__ import annotations
 
+import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,43 @@ import pytest
 import memvault
 from memvault.store import Store
 from tests.helpers import PG_URL, require_service
+
+#: Settings of the test run itself, kept from the caller's environment.
+TEST_SETTINGS = ("MEMVAULT_TEST_PG", "MEMVAULT_PERF_CACHE")
+
+_HERMETIC_ROOT: Path | None = None
+
+
+def _make_hermetic() -> Path:
+    """Give this test process its own home, Dagster instance and memvault settings.
+
+    Runs before any test module is imported (the code location reads its settings when it
+    loads), in every pytest process (xdist workers included). What a user leaves behind —
+    the checkout's ``.dagster/`` and ``.memvault/`` (``memvault demo`` writes both),
+    ``MEMVAULT_*`` and ``DAGSTER_HOME`` in the shell, ``~/.claude/projects`` — is never read.
+    """
+    root = Path(tempfile.mkdtemp(prefix="memvault-tests-"))
+    for name in list(os.environ):
+        if name.startswith("MEMVAULT_") and name not in TEST_SETTINGS:
+            del os.environ[name]
+    (root / "home").mkdir()
+    os.environ["HOME"] = str(root / "home")
+    os.environ["DAGSTER_HOME"] = str(root / "dagster")
+    (root / "dagster").mkdir()
+    shutil.copyfile(Path(__file__).parents[1] / "dagster.yaml", root / "dagster" / "dagster.yaml")
+    os.environ["MEMVAULT_STORE"] = f"duckdb://{root / 'store' / 'memvault.duckdb'}"
+    os.environ["MEMVAULT_INBOX"] = str(root / "inbox")
+    return root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _HERMETIC_ROOT
+    _HERMETIC_ROOT = _make_hermetic()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _HERMETIC_ROOT is not None:
+        shutil.rmtree(_HERMETIC_ROOT, ignore_errors=True)
 
 
 def _postgres_reachable() -> bool:

@@ -36,22 +36,27 @@ def test_every_daily_asset_shares_one_daily_partitions_definition() -> None:
     assert BACKFILL.max_partitions_per_run == SETTINGS.batch_days
 
 
+#: A moment when a year of partitions exists, whatever the first day is (settings, the clock).
+A_YEAR_IN = dt.datetime.combine(SETTINGS.start + dt.timedelta(days=366), dt.time(12))
+
+
 def _upstream(child: str, parent: str, key: str) -> list[str]:
     graph = _graph()
     mapping = graph.get_partition_mapping(dg.AssetKey(child), dg.AssetKey(parent))
     subset = DAILY_PARTITIONS.empty_subset().with_partition_keys([key])
     result = mapping.get_upstream_mapped_partitions_result_for_partitions(
-        subset, DAILY_PARTITIONS, DAILY_PARTITIONS
+        subset, DAILY_PARTITIONS, DAILY_PARTITIONS, current_time=A_YEAR_IN
     )
     return sorted(result.partitions_subset.get_partition_keys())
 
 
 def test_the_snapshot_depends_on_its_previous_day_and_the_windows_on_the_days_they_cover() -> None:
-    day = (SETTINGS.start + dt.timedelta(days=200)).isoformat()
-    previous = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+    keys = DAILY_PARTITIONS.get_partition_keys(current_time=A_YEAR_IN)
+    # A day with 180 days of partitions before it, picked among the partitions that exist.
+    day, previous = keys[200], keys[199]
     assert _upstream("daily_snapshot", "daily_snapshot", day) == [previous]
     # The first day has no previous partition, and that is allowed.
-    assert _upstream("daily_snapshot", "daily_snapshot", SETTINGS.start.isoformat()) == []
+    assert _upstream("daily_snapshot", "daily_snapshot", keys[0]) == []
     for window in (7, 30, 90):
         keys = _upstream(f"interest_{window}d", "daily_snapshot", day)
         assert len(keys) == 2 * window and keys[-1] == day, window
