@@ -1,21 +1,29 @@
-"""The review page in a real browser: Debian's chromium, driven by Playwright.
+"""The review page: in a real browser (Debian's chromium, driven by Playwright), and
+against what a hostile web page or DNS rebinding would send it.
 
 Two changes wait for a human; pressing "correct" on one applies it (audited,
 undoable), pressing "wrong" on the other leaves the store as it was; both
-decisions are recorded and show in the calibration table.
+decisions are recorded and show in the calibration table. A request from another
+origin, for another host name, or without the page's per-server token is refused
+and writes nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,11 +69,9 @@ def _two_waiting_changes(url: str, tmp_path: Path) -> None:
         assert len(list_items(store)) == 2
 
 
-@pytest.fixture
-def page_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    require_service(Path(CHROMIUM).exists(), "Debian's chromium (scripts/setup.sh --test)")
-    url = f"duckdb://{tmp_path / 'store.duckdb'}"
-    _two_waiting_changes(url, tmp_path)
+@contextmanager
+def _served(url: str) -> Iterator[str]:
+    """``memvault review --serve`` on a free loopback port, as an owner starts it."""
     port = _free_port()
     server = subprocess.Popen(
         [
@@ -93,10 +99,19 @@ def page_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
                     err = server.stderr.read().decode() if server.stderr else ""
                     raise AssertionError(err) from None
                 time.sleep(0.5)
-        yield base, url
+        yield base
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture
+def page_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    require_service(Path(CHROMIUM).exists(), "Debian's chromium (scripts/setup.sh --test)")
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    _two_waiting_changes(url, tmp_path)
+    with _served(url) as base:
+        yield base, url
 
 
 def test_pressing_correct_and_wrong_in_a_browser(
@@ -147,3 +162,167 @@ def test_pressing_correct_and_wrong_in_a_browser(
             "WHERE r.kind = 'review' ORDER BY a.id"
         )
         assert ("review", "supersede") in audit and ("review", "review-wrong") in audit
+
+
+# -- what a hostile page or DNS rebinding sends ----------------------------------------------
+
+
+def _store_state(url: str) -> tuple[list[dict], list[dict], int]:
+    """The queue, the facts and the size of the audit log: what a refused request must
+    leave as it was."""
+    with memvault.open(url) as store:
+        audit = int(store.fetch("SELECT count(*) FROM audit_log")[0][0])
+        return table_dump(store, "review_queue"), table_dump(store, "triples"), audit
+
+
+def _send(base: str, path: str, *, method: str = "GET", data: bytes | None = None,
+          headers: dict[str, str] | None = None) -> tuple[int, str]:  # fmt: skip
+    """One request as curl sends it (redirects not followed): status and body."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=30) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_the_served_page_refuses_other_origins_and_host_names(tmp_path: Path) -> None:
+    """A page on another site posting to the review page, and a rebinding host name reading it,
+    are refused by the real server; nothing is written."""
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    _two_waiting_changes(url, tmp_path)
+    with memvault.open(url) as store:
+        item = list_items(store)[0].id
+    with _served(url) as base:
+        status, page = _send(base, "/")
+        assert status == 200
+        found = re.search(r'name="token" value="([^"]+)"', page)
+        token = found.group(1) if found else ""
+        before = _store_state(url)
+        form = urllib.parse.urlencode({"token": token}).encode()
+        path = f"/items/{urllib.parse.quote(item)}/correct"
+        status, _ = _send(base, path, method="POST", data=form,
+                          headers={"Origin": "http://evil.example"})  # fmt: skip
+        assert status == 403, "a foreign origin is refused, even with the page's token"
+        status, body = _send(base, "/", headers={"Host": "evil.example"})
+        assert status in (400, 403, 421) and "Review queue" not in body
+        status, _ = _send(base, path, method="POST", data=form, headers={"Host": "evil.example"})
+        assert status in (400, 403, 421)
+        status, _ = _send(base, path, method="POST", data=b"")
+        assert status == 403, "no token: refused"
+        assert _store_state(url) == before, "a refused request writes nothing"
+        status, _ = _send(base, path, method="POST", data=form, headers={"Origin": base})
+        assert status == 303, "the page's own form, with its token, is applied"
+    with memvault.open(url) as store:
+        assert store.get_row("review_queue", item)["status"] == "approved"  # type: ignore[index]
+
+
+PORT = 8766
+BASE = f"http://127.0.0.1:{PORT}"
+TOKEN = "token-of-this-server"
+
+
+@pytest.fixture
+def waiting(store_url: str, tmp_path: Path) -> str:
+    """A store (DuckDB and PostgreSQL) with two changes waiting for a person."""
+    _two_waiting_changes(store_url, tmp_path)
+    return store_url
+
+
+def _client(url: str, base: str = BASE) -> Any:
+    from fastapi.testclient import TestClient
+
+    from pipelines.review_web import create_app
+
+    app = create_app(url, host="127.0.0.1", port=PORT, token=TOKEN)
+    return TestClient(app, base_url=base, follow_redirects=False)
+
+
+def _first_item(url: str) -> str:
+    with memvault.open(url) as store:
+        return list_items(store)[0].id
+
+
+@pytest.mark.parametrize(
+    ("headers", "form"),
+    [
+        ({"Origin": "http://evil.example"}, {"token": TOKEN}),
+        ({"Origin": "null"}, {"token": TOKEN}),
+        ({"Origin": f"http://127.0.0.1:{PORT + 1}"}, {"token": TOKEN}),
+        ({"Origin": f"https://127.0.0.1:{PORT}"}, {"token": TOKEN}),
+        ({"Host": "evil.example"}, {"token": TOKEN}),
+        ({"Host": f"evil.example:{PORT}"}, {"token": TOKEN}),
+        ({}, {}),
+        ({}, {"token": ""}),
+        ({}, {"token": "a-guessed-token"}),
+        ({"Origin": BASE}, {"token": TOKEN[:-1]}),
+    ],
+    ids=[
+        "foreign-origin",
+        "null-origin",
+        "other-port",
+        "https",
+        "foreign-host",
+        "rebound-host",
+        "no-token",
+        "empty-token",
+        "wrong-token",
+        "cut-token",
+    ],
+)
+def test_a_refused_decision_writes_nothing(
+    waiting: str, headers: dict[str, str], form: dict[str, str]
+) -> None:
+    item = _first_item(waiting)
+    before = _store_state(waiting)
+    with _client(waiting) as client:
+        reply = client.post(f"/items/{item}/correct", data=form, headers=headers)
+    assert reply.status_code == 403
+    assert _store_state(waiting) == before, "nothing written: queue, facts, audit log"
+
+
+@pytest.mark.parametrize("host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1:1"])
+def test_the_page_is_not_shown_to_a_rebound_host_name(waiting: str, host: str) -> None:
+    with _client(waiting) as client:
+        reply = client.get("/", headers={"Host": host})
+    assert reply.status_code == 403
+    assert TOKEN not in reply.text and "Review queue" not in reply.text
+
+
+@pytest.mark.parametrize("base", [BASE, f"http://localhost:{PORT}", f"http://[::1]:{PORT}"])
+def test_the_page_with_its_token_decides_as_before(waiting: str, base: str) -> None:
+    item = _first_item(waiting)
+    with _client(waiting, base) as client:
+        page = client.get("/")
+        assert page.status_code == 200
+        assert f'name="token" value="{TOKEN}"' in page.text
+        assert page.headers["X-Frame-Options"] == "DENY"
+        assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+        reply = client.post(
+            f"/items/{item}/correct", data={"token": TOKEN}, headers={"Origin": base}
+        )
+        assert reply.status_code == 303, reply.text
+        shown = client.get(reply.headers["location"])
+    assert "1 item(s) waiting" in shown.text
+    with memvault.open(waiting) as store:
+        assert store.get_row("review_queue", item)["status"] == "approved"  # type: ignore[index]
+
+
+def test_every_server_makes_its_own_token(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from pipelines.review_web import create_app
+
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    _two_waiting_changes(url, tmp_path)
+    tokens = set()
+    for _ in range(2):
+        with TestClient(create_app(url), base_url="http://127.0.0.1:8766") as client:
+            found = re.search(r'name="token" value="([^"]+)"', client.get("/").text)
+            tokens.add(found.group(1) if found else "")
+    assert len(tokens) == 2 and all(len(t) >= 32 for t in tokens)
