@@ -1,8 +1,10 @@
 """The review page: ``memvault review --serve``, a small web app on the review queue.
 
-Each waiting item shows both statements with their dates and sources, the
-verdicts and the second judgment, the impact and why it waits, and two buttons:
-correct (apply the proposed change) and wrong (leave the store as it is). A
+Each waiting item shows the memories it is about, read from the store (both
+statements or both texts side by side with their differences marked, the fact
+with its dates and the text it came from), the verdicts and the second
+judgment, the impact and why it waits, and two buttons: correct (apply the
+proposed change) and wrong (leave the store as it is). A
 click is the same decision as ``memvault review approve|reject``: applied
 through the audited write path, undoable, and counted in the calibration
 shown at the bottom of the page.
@@ -22,7 +24,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlsplit
 
 import jinja2
@@ -34,6 +36,7 @@ from starlette.requests import Request
 import memvault
 from memvault.errors import MemvaultError
 from memvault.review import ReviewPolicy, calibrate, decide, list_items
+from memvault.review.evidence import evidence, when
 
 #: Every value put into the page is HTML-escaped: memory texts and reasons come from
 #: conversations and LLM replies, so they may hold markup.
@@ -95,16 +98,6 @@ class Guard:
         return token is not None and secrets.compare_digest(token.encode(), self.token.encode())
 
 
-def statements(proposal: dict[str, Any]) -> list[dict[str, Any]]:
-    """The two statements of a conflict proposal (empty for other kinds)."""
-    out = []
-    for side in ("a", "b"):
-        triple = proposal.get(f"triple_{side}")
-        if triple:
-            out.append({"side": side, "id": triple, **proposal.get("statements", {}).get(side, {})})
-    return out
-
-
 def create_app(
     store_url: str,
     policy: ReviewPolicy | None = None,
@@ -139,6 +132,7 @@ def create_app(
     def page(request: Request, done: str | None = None) -> HTMLResponse:
         with memvault.open(store_url) as store:
             items = list_items(store)
+            shown = {item.id: evidence(store, item) for item in items}
             calibration = calibrate(store, policy).rows()
         return TEMPLATES.TemplateResponse(
             request,
@@ -148,7 +142,8 @@ def create_app(
                 "calibration": calibration,
                 "policy": policy,
                 "done": done,
-                "statements": statements,
+                "evidence": shown,
+                "when": when,
                 "token": guard.token,
             },
         )

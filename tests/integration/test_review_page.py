@@ -28,11 +28,9 @@ from typing import Any
 import pytest
 
 import memvault
-from memvault.judge import ScriptedJudge
-from memvault.review import ReviewPolicy, list_items
-from memvault.temporal import apply_conflict_plan, plan_conflicts
+from memvault.review import list_items
 from tests.helpers import require_service, table_dump
-from tests.store.temporal_history import NOW, History
+from tests.review_support import DOUBT_TEXT, SCRIPT, every_kind, two_waiting_changes
 
 pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -42,31 +40,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _two_waiting_changes(url: str, tmp_path: Path) -> None:
-    h = History()
-    for org, a, b in (("globex", "paris", "berlin"), ("initech", "oslo", "rome")):
-        h.entity(org, org.capitalize(), "organization")
-        h.entity(a, a.capitalize(), "place")
-        h.entity(b, b.capitalize(), "place")
-        h.fact(f"{org}1", org, "located_in", a.capitalize(), object_id=a, valid="2020-01-01",
-               created="2024-05-01")  # fmt: skip
-        h.fact(f"{org}2", org, "located_in", b.capitalize(), object_id=b, valid="2024-06-01",
-               created="2024-06-02")  # fmt: skip
-
-    def supersede(request):  # type: ignore[no-untyped-def]
-        newer = "a" if request.a.triple_id.endswith("2") else "b"
-        return {"verdict": "SUPERSEDE", "confidence": 0.95, "newer": newer, "reason": "moved"}
-
-    agree = {"agree": True, "confidence": 0.9, "reason": "later start"}
-    judge = ScriptedJudge({"resolve_conflict": supersede, "confirm_change": lambda _: agree})
-    with memvault.open(url) as store:
-        h.ingest(store, tmp_path)
-        policy = ReviewPolicy(impact_thresholds={"conflict": 0.0})
-        plan = plan_conflicts(store, judge, now=NOW, policy=policy)
-        apply_conflict_plan(store, plan, "dream-page-1")
-        assert len(list_items(store)) == 2
 
 
 @contextmanager
@@ -109,7 +82,7 @@ def _served(url: str) -> Iterator[str]:
 def page_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     require_service(Path(CHROMIUM).exists(), "Debian's chromium (scripts/setup.sh --test)")
     url = f"duckdb://{tmp_path / 'store.duckdb'}"
-    _two_waiting_changes(url, tmp_path)
+    two_waiting_changes(url, tmp_path)
     with _served(url) as base:
         yield base, url
 
@@ -195,7 +168,7 @@ def test_the_served_page_refuses_other_origins_and_host_names(tmp_path: Path) ->
     """A page on another site posting to the review page, and a rebinding host name reading it,
     are refused by the real server; nothing is written."""
     url = f"duckdb://{tmp_path / 'store.duckdb'}"
-    _two_waiting_changes(url, tmp_path)
+    two_waiting_changes(url, tmp_path)
     with memvault.open(url) as store:
         item = list_items(store)[0].id
     with _served(url) as base:
@@ -230,7 +203,7 @@ TOKEN = "token-of-this-server"
 @pytest.fixture
 def waiting(store_url: str, tmp_path: Path) -> str:
     """A store (DuckDB and PostgreSQL) with two changes waiting for a person."""
-    _two_waiting_changes(store_url, tmp_path)
+    two_waiting_changes(store_url, tmp_path)
     return store_url
 
 
@@ -319,10 +292,46 @@ def test_every_server_makes_its_own_token(tmp_path: Path) -> None:
     from pipelines.review_web import create_app
 
     url = f"duckdb://{tmp_path / 'store.duckdb'}"
-    _two_waiting_changes(url, tmp_path)
+    two_waiting_changes(url, tmp_path)
     tokens = set()
     for _ in range(2):
         with TestClient(create_app(url), base_url="http://127.0.0.1:8766") as client:
             found = re.search(r'name="token" value="([^"]+)"', client.get("/").text)
             tokens.add(found.group(1) if found else "")
     assert len(tokens) == 2 and all(len(t) >= 32 for t in tokens)
+
+
+# -- what the page shows ------------------------------------------------------------------
+
+
+def _item_html(page: str, item_id: str) -> str:
+    """The part of the page about one item."""
+    return page.split(f'data-id="{item_id}"', 1)[1].split('<div class="item"', 1)[0]
+
+
+def test_every_kind_shows_its_memories_escaped(store_url: str, tmp_path: Path) -> None:
+    """A low-confidence memory shows its fact, dates and source text; a merge both texts with
+    the differences marked; an archive proposal the entity and its facts; markup in a memory
+    reaches the browser as text."""
+    kinds = every_kind(store_url, tmp_path)
+    with _client(store_url) as client:
+        page = client.get("/").text
+    memory = _item_html(page, kinds.memory)
+    assert "Ada lives_in Lisbon" in memory
+    for field, value in (("subject", "Ada"), ("predicate", "lives_in"), ("object", "Lisbon"),
+                         ("valid from", "2025-03-01"), ("until", "—"),
+                         ("recorded", "2025-01-10")):  # fmt: skip
+        assert f"<th>{field}</th><td>{value}</td>" in memory
+    assert DOUBT_TEXT in memory
+    merge = _item_html(page, kinds.merge)
+    assert "<del>black coffee </del>" in merge and "<ins>green tea </ins>" in merge
+    assert "every morning before the standup" in merge
+    assert 'data-role="merged away"' in merge and 'data-role="kept"' in merge
+    archive = _item_html(page, kinds.archive)
+    assert "Acme &lt;script&gt;alert(&#39;memvault&#39;)&lt;/script&gt;" in archive
+    assert "based_in Leeds · invalidated · valid 2019-01-01 – 2021-01-01" in archive
+    conflict = _item_html(page, "conflict:globex1|globex2")
+    assert "Globex located_in <del>Paris</del>" in conflict
+    assert "Globex located_in <ins>Berlin</ins>" in conflict
+    assert SCRIPT not in page and "<script" not in page.lower(), "memory text is escaped"
+    assert "&lt;/script&gt;</del>" in merge
