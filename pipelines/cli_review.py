@@ -40,7 +40,13 @@ def _item_json(item: Any) -> dict[str, Any]:
 def review(
     ctx: typer.Context,
     serve: Annotated[bool, typer.Option("--serve", help="Serve the review page")] = False,
-    host: Annotated[str, typer.Option(help="Interface of the review page")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Interface of the review page, and the name it answers to (on loopback "
+            "also 127.0.0.1, localhost and [::1]); requests for other names are refused"
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the review page")] = 8766,
     store: StoreOpt = None,
 ) -> None:
