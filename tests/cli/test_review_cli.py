@@ -72,3 +72,38 @@ def test_show_json_carries_the_memories(kinds: tuple[str, Kinds]) -> None:
     left, right = shown["evidence"]["diff"]
     assert {"op": "del", "text": "black coffee "} in left
     assert {"op": "ins", "text": "green tea "} in right
+
+
+def test_show_other_kinds_side_by_side(kinds: tuple[str, Kinds]) -> None:
+    """A garden invalidation (the retired fact and the newer one), a split (the block now and
+    what is left of it, then the pieces) and a replaced preference (current and proposed)."""
+    from memvault.attitudes import upsert
+    from memvault.gardener.ledger import Ledger
+
+    url, _ = kinds
+    with memvault.open(url) as store:
+        run_id = store.begin_run("garden", {})
+        ledger = Ledger(store)
+        invalidate, _ = ledger.propose(
+            run_id, "invalidate", store_name="memvault", action="invalidate",
+            target_table="triples", target_id="merged", related=["kept"], certain=False,
+            confidence=0.5, reason="a newer drink",
+        )  # fmt: skip
+        split, _ = ledger.propose(
+            run_id, "split", store_name="memvault", action="split", target_table="blocks",
+            target_id="blk_kept", certain=False, confidence=0.6, reason="split into 1 item(s)",
+            detail={"parent_text": "Ada drinks green tea", "pieces": [{"text": "every morning"}]},
+        )  # fmt: skip
+        store.finish_run(run_id, "succeeded", {})
+        upsert(store, "tech_choice", "prefers Polars")
+        replaced = upsert(store, "tech_choice", "prefers pandas")
+        assert replaced.review_id
+    shown = _cli("review", "show", invalidate, "--store", url)
+    assert "retired — triples merged" in shown and "newer — triples kept" in shown
+    assert "Ada drinks [-black coffee-]" in shown and "Ada drinks {+green tea+}" in shown
+    shown = _cli("review", "show", split, "--store", url)
+    assert "after the split — proposal blk_kept" in shown
+    assert "Ada drinks green tea [-every morning before the standup-]" in shown
+    assert "piece 1 — proposal" in shown and "  every morning" in shown
+    shown = _cli("review", "show", replaced.review_id, "--store", url)
+    assert "prefers [-Polars-]" in shown and "prefers {+pandas+}" in shown
