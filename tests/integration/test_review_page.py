@@ -87,6 +87,97 @@ def page_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
         yield base, url
 
 
+@contextmanager
+def _pages_on_loopback(pages: dict[str, str]) -> Iterator[str]:
+    """Static pages served on another loopback port: a local origin other than the page's
+    (a public one is kept from framing loopback by the browser's own rules already)."""
+    import http.server
+    import threading
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path, "").encode()
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _chromium(p: Any, *extra: str) -> Any:
+    """Debian's chromium, headless, with nothing that calls home."""
+    return p.chromium.launch(
+        executable_path=CHROMIUM,
+        headless=True,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            *extra,
+        ],
+    )
+
+
+def test_another_site_in_a_browser_cannot_decide_frame_or_read_the_page(
+    page_server: tuple[str, str],
+) -> None:
+    """What an attacker's page can make a real browser do: post a form to the review page
+    (with a guessed token), frame it, and read it under a name rebound to 127.0.0.1."""
+    from playwright.sync_api import sync_playwright
+
+    base, url = page_server
+    port = base.rsplit(":", 1)[1]
+    with memvault.open(url) as store:
+        item = list_items(store)[0].id
+    before = _store_state(url)
+    target = f"{base}/items/{urllib.parse.quote(item)}/correct"
+    attack = (
+        f'<form id="f" method="post" action="{target}">'
+        '<input type="hidden" name="token" value="guessed"></form>'
+        '<script>document.getElementById("f").submit()</script>'
+    )
+    framing = f'<iframe id="victim" src="{base}/"></iframe>'
+    with sync_playwright() as p:
+        browser = _chromium(p, "--host-resolver-rules=MAP rebound.example 127.0.0.1")
+        page = browser.new_page()
+        pages = {"/attack": attack}
+        page.route(
+            "http://evil.example/**",
+            lambda route: route.fulfill(
+                body=pages[urllib.parse.urlsplit(route.request.url).path],
+                content_type="text/html",
+            ),
+        )
+        with page.expect_response(lambda r: r.url == target) as posted:
+            page.goto("http://evil.example/attack")
+        assert posted.value.status == 403
+        assert posted.value.request.headers.get("origin") == "http://evil.example"
+        with _pages_on_loopback({"/frame": framing}) as neighbour:  # another local origin
+            page.goto(f"{neighbour}/frame")
+            page.wait_for_timeout(1000)
+        framed = [f for f in page.frames if f != page.main_frame]
+        assert framed and "Review queue" not in framed[0].content(), "framing is refused"
+        reply = page.goto(f"http://rebound.example:{port}/")
+        assert reply is not None and reply.status == 403
+        assert "Review queue" not in page.content()
+        browser.close()
+    assert _store_state(url) == before, "nothing written"
+
+
 def test_pressing_correct_and_wrong_in_a_browser(
     page_server: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -94,18 +185,7 @@ def test_pressing_correct_and_wrong_in_a_browser(
 
     base, url = page_server
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        browser = _chromium(p)
         page = browser.new_page()
         page.goto(base)
         assert page.locator("#count").inner_text() == "2 item(s) waiting"
