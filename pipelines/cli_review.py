@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 review_app = typer.Typer(
     name="review",
@@ -41,7 +40,13 @@ def _item_json(item: Any) -> dict[str, Any]:
 def review(
     ctx: typer.Context,
     serve: Annotated[bool, typer.Option("--serve", help="Serve the review page")] = False,
-    host: Annotated[str, typer.Option(help="Interface of the review page")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Interface of the review page, and the name it answers to (on loopback "
+            "also 127.0.0.1, localhost and [::1]); requests for other names are refused"
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the review page")] = 8766,
     store: StoreOpt = None,
 ) -> None:
@@ -87,17 +92,34 @@ def _list(store: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
     if not items:
         cli_common.out.print(f"nothing {' or '.join(statuses)} in the review queue")
         return
-    table = Table("id", "kind", "status", "confidence", "impact", "why it waits")
     for item in items:
-        table.add_row(
-            escape(item.id),
-            escape(item.kind),
-            item.status,
-            f"{item.confidence:.2f}" if item.confidence is not None else "—",
-            f"{item.impact_score:.2f}" if item.impact_score is not None else "—",
-            escape(item.reason or ""),
-        )
-    cli_common.out.print(table)
+        _print_id(item.id)
+        cli_common.out.print(f"  {_summary(item)}", highlight=False)
+        cli_common.out.print(f"  why it waits: {escape(item.reason or '—')}", highlight=False)
+    cli_common.out.print(
+        f"{len(items)} item(s); `memvault review show ID` shows one, "
+        "`memvault review approve|reject ID` decides it",
+        highlight=False,
+    )
+
+
+def _print_id(item_id: str) -> None:
+    """An id on a line of its own, never cut or broken by the console (ids are pasted into
+    ``approve``/``reject``; a long one wraps only where the terminal wraps it)."""
+    from pipelines import cli_common
+
+    cli_common.out.print(
+        escape(item_id), style="bold", soft_wrap=True, highlight=False, overflow="ignore",
+        crop=False,
+    )  # fmt: skip
+
+
+def _summary(item: Any) -> str:
+    confidence = f"{item.confidence:.2f}" if item.confidence is not None else "—"
+    impact = f"{item.impact_score:.2f}" if item.impact_score is not None else "—"
+    return (
+        f"{escape(item.kind)} · {escape(item.status)} · confidence {confidence} · impact {impact}"
+    )
 
 
 @review_app.command("show")
@@ -114,16 +136,91 @@ def _show(item_id: str, store: str | None, as_json: bool) -> None:
     import json
 
     from memvault.review import get_item
+    from memvault.review.evidence import evidence
     from pipelines import cli_common
 
     with cli_common.opened(store) as handle:
         item = get_item(handle, item_id)
+        shown = evidence(handle, item)
     if as_json:
-        cli_common.emit_json(_item_json(item))
+        cli_common.emit_json(_item_json(item) | {"evidence": shown.model_dump(mode="json")})
         return
-    cli_common.out.print(
+    out = cli_common.out
+    _print_id(item.id)
+    out.print(f"  {_summary(item)}", highlight=False)
+    if item.proposal.get("question"):
+        out.print(f"  {escape(str(item.proposal['question']))}", highlight=False)
+    out.print(f"  why it waits: {escape(item.reason or '—')}", highlight=False)
+    for side, memory in enumerate(shown.memories):
+        diff = shown.diff[side] if shown.diff and side < 2 else None
+        _print_memory(memory, diff)
+    if shown.diff:
+        out.print(
+            "  [-…-]: only in the first; {+…+}: only in the second",
+            markup=False,
+            highlight=False,
+        )
+    if shown.related:
+        out.print(f"\n{escape(shown.related_title or 'related')}:", highlight=False)
+        for memory in shown.related:
+            _print_memory(memory, None)
+    out.print("\nproposal:", highlight=False)
+    out.print(
         json.dumps(_item_json(item), indent=2, ensure_ascii=False), markup=False, highlight=False
     )
+
+
+def _print_memory(memory: Any, diff: list[Any] | None) -> None:
+    """One memory: its text (with the differences marked), its fact, dates and source."""
+    from memvault.review.evidence import when
+    from pipelines import cli_common
+
+    out = cli_common.out
+    status = f" ({escape(memory.status)})" if memory.status else ""
+    missing = "" if memory.found else " — not in this store"
+    out.print(
+        f"\n{escape(memory.role)} — {escape(memory.table)} {escape(memory.id)}{status}{missing}",
+        highlight=False,
+    )
+    if diff:
+        marks = {"del": ("[red strike]", "[-", "-]"), "ins": ("[green underline]", "{+", "+}")}
+        text = ""
+        for seg in diff:
+            if seg.op == "same":
+                text += escape(seg.text)
+            else:
+                style, opening, closing = marks[seg.op]
+                words = seg.text.rstrip()
+                marked = escape(opening + words + closing)
+                text += f"{style}{marked}[/]{escape(seg.text[len(words) :])}"
+        out.print(f"  {text}", highlight=False)
+    else:
+        out.print(f"  {escape(memory.text)}", highlight=False)
+    if memory.is_fact:
+        out.print(
+            f"  subject {escape(memory.subject or '—')} · predicate {escape(memory.predicate or '')}"
+            f" · object {escape(memory.object or '')}",
+            highlight=False,
+        )
+    dates = []
+    if memory.is_fact or memory.invalid_at:
+        dates.append(f"valid from {when(memory.valid_at)} until {when(memory.invalid_at)}")
+    if memory.recorded_at:
+        dates.append(f"recorded {when(memory.recorded_at)}")
+    if memory.expired_at:
+        dates.append(f"no longer believed since {when(memory.expired_at)}")
+    if memory.confidence is not None:
+        dates.append(f"confidence {memory.confidence:.2f}")
+    if dates:
+        out.print(f"  {' · '.join(dates)}", highlight=False)
+    details = [f"{k} {v}" for k, v in memory.detail.items() if v is not None]
+    if details:
+        out.print(f"  {escape(' · '.join(details))}", highlight=False)
+    if memory.source_session or memory.source_block:
+        where = " ".join(p for p in (memory.source_session, memory.source_block) if p)
+        out.print(f"  source {escape(where)}", highlight=False)
+    if memory.source_text:
+        out.print(f"  > {escape(memory.source_text)}", highlight=False)
 
 
 def _decide(item_ids: list[str], verdict: str, store: str | None, note: str | None,

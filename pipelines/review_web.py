@@ -1,50 +1,138 @@
 """The review page: ``memvault review --serve``, a small web app on the review queue.
 
-Each waiting item shows both statements with their dates and sources, the
-verdicts and the second judgment, the impact and why it waits, and two buttons:
-correct (apply the proposed change) and wrong (leave the store as it is). A
+Each waiting item shows the memories it is about, read from the store (both
+statements or both texts side by side with their differences marked, the fact
+with its dates and the text it came from), the verdicts and the second
+judgment, the impact and why it waits, and two buttons: correct (apply the
+proposed change) and wrong (leave the store as it is). A
 click is the same decision as ``memvault review approve|reject``: applied
 through the audited write path, undoable, and counted in the calibration
 shown at the bottom of the page.
+
+The page trusts nothing a browser sends. It listens on 127.0.0.1 by default,
+answers only requests addressed to the host and port it was started on (a
+rebinding host name such as ``evil.example`` is refused, so another site cannot
+read it), refuses requests whose ``Origin`` is another site, and applies a
+decision only when the form carries the random token this server made at start
+(other sites never see it). Responses forbid framing (no clickjacking) and
+caching. A refused request writes nothing.
 """
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
+from urllib.parse import urlsplit
 
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import HTMLResponse, RedirectResponse
+import jinja2
+from fastapi import FastAPI, Form, HTTPException
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.requests import Request
 
 import memvault
 from memvault.errors import MemvaultError
 from memvault.review import ReviewPolicy, calibrate, decide, list_items
+from memvault.review.evidence import evidence, when
 
-TEMPLATES = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
+#: Every value put into the page is HTML-escaped: memory texts and reasons come from
+#: conversations and LLM replies, so they may hold markup.
+TEMPLATES = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).with_name("templates"))),
+        autoescape=True,
+    )
+)
+#: Names that reach this machine only: with one of them bound, all of them are accepted.
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: Headers on every response: no framing by other sites, nothing cached, nothing loaded.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
 
 
-def statements(proposal: dict[str, Any]) -> list[dict[str, Any]]:
-    """The two statements of a conflict proposal (empty for other kinds)."""
-    out = []
-    for side in ("a", "b"):
-        triple = proposal.get(f"triple_{side}")
-        if triple:
-            out.append({"side": side, "id": triple, **proposal.get("statements", {}).get(side, {})})
-    return out
+@dataclass(frozen=True)
+class Guard:
+    """Who may use the page: the host names and port it was started on, and the token."""
+
+    hosts: frozenset[tuple[str, int]]
+    token: str
+
+    @classmethod
+    def bound_to(cls, host: str, port: int, token: str | None = None) -> Guard:
+        """The loopback names when a loopback (or every) interface is bound, and the host
+        given; a fresh random token unless one is given (tests)."""
+        names = {host.strip("[]").lower()}
+        if names & LOOPBACK or names & {"0.0.0.0", "::", ""}:
+            names |= LOOPBACK
+        return cls(frozenset((n, port) for n in names), token or secrets.token_urlsafe(32))
+
+    def _known(self, netloc: str, default_port: int) -> bool:
+        try:
+            parts = urlsplit(f"//{netloc}")
+            port = parts.port or default_port
+        except ValueError:
+            return False
+        return (parts.hostname or "", port) in self.hosts
+
+    def host_ok(self, host: str | None) -> bool:
+        """The ``Host`` header names this server (not a name rebound to 127.0.0.1)."""
+        return bool(host) and self._known(str(host), 80)
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """No ``Origin`` (curl, the CLI's own requests) or this server's own origin."""
+        if origin is None:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme == "http" and self._known(parts.netloc, 80)
+
+    def token_ok(self, token: str | None) -> bool:
+        return token is not None and secrets.compare_digest(token.encode(), self.token.encode())
 
 
-def create_app(store_url: str, policy: ReviewPolicy | None = None) -> FastAPI:
-    """The review app on one store (each request opens the store briefly: DuckDB has one
-    writer process, and the dream may need the file between two clicks)."""
+def create_app(
+    store_url: str,
+    policy: ReviewPolicy | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    token: str | None = None,
+) -> FastAPI:
+    """The review app on one store, answering as ``host:port`` (each request opens the store
+    briefly: DuckDB has one writer process, and the dream may need the file between two
+    clicks). ``token`` is made at random unless given."""
     policy = policy or ReviewPolicy()
-    app = FastAPI(title="memvault review", docs_url=None, redoc_url=None)
+    guard = Guard.bound_to(host, port, token)
+    app = FastAPI(title="memvault review", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.middleware("http")
+    async def refuse_strangers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        if not guard.host_ok(request.headers.get("host")):
+            reply: Response = PlainTextResponse(
+                "refused: this page answers only as " + _names(guard), status_code=403
+            )
+        elif not guard.origin_ok(request.headers.get("origin")):
+            reply = PlainTextResponse("refused: a request from another site", status_code=403)
+        else:
+            reply = await call_next(request)
+        reply.headers.update(SECURITY_HEADERS)
+        return reply
 
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request, done: str | None = None) -> HTMLResponse:
         with memvault.open(store_url) as store:
             items = list_items(store)
+            shown = {item.id: evidence(store, item) for item in items}
             calibration = calibrate(store, policy).rows()
         return TEMPLATES.TemplateResponse(
             request,
@@ -54,12 +142,20 @@ def create_app(store_url: str, policy: ReviewPolicy | None = None) -> FastAPI:
                 "calibration": calibration,
                 "policy": policy,
                 "done": done,
-                "statements": statements,
+                "evidence": shown,
+                "when": when,
+                "token": guard.token,
             },
         )
 
     @app.post("/items/{item_id}/{verdict}")
-    def decision(item_id: str, verdict: str) -> RedirectResponse:
+    def decision(
+        item_id: str, verdict: str, token: Annotated[str | None, Form()] = None
+    ) -> RedirectResponse:
+        if not guard.token_ok(token):
+            raise HTTPException(
+                403, "refused: the form's token is missing or wrong; reload the page"
+            )
         if verdict not in ("correct", "wrong"):
             raise HTTPException(404, f"no such decision {verdict!r}: correct or wrong")
         try:
@@ -72,7 +168,19 @@ def create_app(store_url: str, policy: ReviewPolicy | None = None) -> FastAPI:
     return app
 
 
+def _names(guard: Guard) -> str:
+    return ", ".join(sorted(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in guard.hosts))
+
+
 def serve(store_url: str, host: str, port: int) -> None:
+    """Serve the page on ``host:port`` with a token made now (a restart makes a new one)."""
     import uvicorn
 
-    uvicorn.run(create_app(store_url), host=host, port=port, log_level="warning")
+    uvicorn.run(
+        create_app(store_url, host=host, port=port),
+        host=host,
+        port=port,
+        log_level="warning",
+        proxy_headers=False,
+        server_header=False,
+    )
