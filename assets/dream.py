@@ -304,6 +304,8 @@ def dream_consolidate(
             "coexist": int(done.get("coexist", 0)),
             "queued_for_review": int(summary["queued_for_review"]),
             "invalid_verdicts": int(summary["invalid_verdicts"]),
+            "refused_merges": int(summary["refused_merges"]),
+            "refused_by_definitions": int(summary["refused_by_definitions"]),
             "judge_failures": int(summary["judge_failures"]),
             "pairs_judged": int(summary["judged"]),
             "pairs_escalated": int(summary["escalated"]),

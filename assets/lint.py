@@ -205,6 +205,7 @@ def lint_confirm(
             "proposed": report.proposed,
             "auto_applied": report.auto_applied,
             "queued_for_review": report.queued,
+            **report.refused,
             "second_judgment": "escalation model" if judge.can_escalate else "confirm prompt",
             **judge_metadata(judge),
             "duration_s": round(time.monotonic() - started, 3),

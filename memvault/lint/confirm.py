@@ -4,7 +4,11 @@ A change a lint layer would make (L3: one fact supersedes or restates a
 contradicting one) is flagged with its first judgment, re-checked by a second,
 independent judgment (the escalation model when one is configured, else the
 ``confirm_change`` prompt, worded differently, so never a cache hit on the first
-answer), and committed only when both agree and the review rules allow it. The
+answer), and committed only when both agree and the review rules allow it. Before any
+of that, the proposal is checked against the data and the predicate's definition
+(:func:`memvault.temporal.conflicts.verdict_problem`): a merge of two different values,
+or a supersede on a predicate that holds several values without a strictly later
+``valid_at``, is refused, counted and queued, whatever the judges say. The
 dream's judged conflicts take the same path (``memvault.temporal.conflicts``);
 anything else waits in the review queue with both judgments.
 """
@@ -30,11 +34,16 @@ from memvault.temporal.conflicts import (
     ConflictPlan,
     Decisions,
     confirm_and_route,
+    count_refusal,
     flagged_rows,
     pair_requests,
     verdict_problem,
 )
 from memvault.temporal.grounding import Grounding
+
+#: What the data check refused of the proposals (a refused merge or one the predicate's
+#: definition forbids also counts as an invalid verdict).
+REFUSALS = ("invalid_verdicts", "refused_merges", "refused_by_definitions")
 
 
 def lint_confirm(
@@ -70,10 +79,10 @@ def lint_confirm(
     confident = []
     decisions = Decisions(requests, meta, config, now, stats, [])
     for i, proposal in enumerate(proposals):
-        problem, newer = verdict_problem(proposal.reply, requests[i].a, requests[i].b)
+        problem, newer = verdict_problem(proposal.reply, requests[i])
         if problem is not None:
-            stats["invalid_verdicts"] += 1
-            decisions.review(i, [("lint", proposal.reply)], problem)
+            count_refusal(stats, problem)
+            decisions.review(i, [("lint", proposal.reply)], str(problem))
         else:
             confident.append((i, [("lint", proposal.reply)], newer))
     confirm_and_route(judge, decisions, confident, policy, calibrate(store, policy))
@@ -91,6 +100,7 @@ def lint_confirm(
     report.proposed = len(proposals)
     report.auto_applied = int(stats["auto_approved"])
     report.queued = int(applied.get("review", 0))  # unsure, disagreed or invalid: all wait
+    report.refused = {k: int(stats[k]) for k in REFUSALS}
     return report, applied
 
 

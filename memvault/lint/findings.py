@@ -47,6 +47,8 @@ class LintReport:
     auto_applied: int = 0
     queued: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Proposals the data check refused, by counter (L4: invalid_verdicts, refused_merges, ...).
+    refused: dict[str, int] = field(default_factory=dict)
 
     def by_rule(self) -> dict[str, int]:
         return dict(sorted(Counter(f.rule for f in self.findings).items()))

@@ -198,6 +198,7 @@ def run_confirm(
             "auto_applied": report.auto_applied,
             "queued": report.queued,
             "settled": report.resolved,
+            **report.refused,
             "actions": dict(applied),
         },
     )

@@ -19,7 +19,14 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
-from memvault.temporal.conflicts import ConflictAction, ConflictPlan, proposal_json, typed
+from memvault.temporal.conflict_judge import ConflictStatement, merge_refusal
+from memvault.temporal.conflicts import (
+    ConflictAction,
+    ConflictPlan,
+    entity_names,
+    proposal_json,
+    typed,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -122,15 +129,36 @@ def apply_actions(store: Store, m: Mutation, actions: list[ConflictAction]) -> C
     return _apply_batch(store, m, actions, plan, m.run_id)
 
 
+_NAMES: dict[str, pl.DataType] = {"object_name": pl.Utf8(), "object_aliases": pl.Utf8()}
+
+
 def _read(store: Store, ids: set[str]) -> dict[str, dict[str, Any]]:
+    """The triples a batch touches, with their object entity's name and aliases (the merge
+    check compares those too)."""
     if not ids:
         return {}
-    cols = ", ".join(_READ)
+    cols = ", ".join(f"t.{c}" for c in _READ)
     frame = typed(
-        store.fetch_df(f"SELECT {cols} FROM triples WHERE id = ANY(:ids)", {"ids": sorted(ids)}),
-        _READ,
+        store.fetch_df(
+            f"SELECT {cols}, o.name AS object_name, o.aliases AS object_aliases FROM triples t "
+            "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
+            {"ids": sorted(ids)},
+        ),
+        {**_READ, **_NAMES},
     )
     return {r["id"]: r for r in frame.iter_rows(named=True)}
+
+
+def _statement(row: dict[str, Any]) -> ConflictStatement:
+    return ConflictStatement(
+        triple_id=row["id"],
+        object=row["object"],
+        object_id=row["object_id"],
+        created_at=row["created_at"],
+        confidence=row["confidence"],
+        status=row["status"],
+        object_names=entity_names(row["object_name"], row["object_aliases"]),
+    )
 
 
 class _Batch:
@@ -158,6 +186,11 @@ class _Batch:
             return
         if loser["status"] == "merged" or survivor["status"] == "merged":
             self.counts["stale"] += 1  # the store moved on since the plan; the next plan decides
+            return
+        if merge_refusal(_statement(loser), _statement(survivor)) is not None:
+            # The last line of defence: whoever decided it, two different values are never
+            # merged (a planned judgment was refused already; this catches anything else).
+            self.counts["refused_merges"] += 1
             return
         entries = parse_lineage(survivor["lineage"]) + parse_lineage(loser["lineage"])
         entries.append(lineage_entry(loser))
@@ -218,6 +251,11 @@ class _Batch:
             return
         if old["status"] not in ("active", "superseded"):
             self.counts["stale"] += 1
+            return
+        ends, began = action.invalid_at, old["valid_at"]
+        if action.rule is None and ends is not None and began is not None and ends < began:
+            # A judged supersede never ends a statement before it began, whoever decided it.
+            self.counts["refused_by_definitions"] += 1
             return
         kind = "retime" if old["status"] == "superseded" else "supersede"
         old.update(

@@ -21,6 +21,78 @@ from memvault.temporal.timeline import content_tokens, normalize_object
 
 Verdict = Literal["MERGE", "SUPERSEDE", "COEXIST"]
 
+# --------------------------------------------------------------------------- what a merge may join
+
+#: Words that never tell two objects apart: articles.
+ARTICLES = frozenset({"a", "an", "the"})
+#: The legal form of an organization, ignored at the end of a name ("ACME Corporation" is
+#: "Acme Corp"); elsewhere it is a word like any other ("co founder" is not "founder").
+CORPORATE_SUFFIXES = frozenset(
+    {"inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited", "llc",
+     "plc", "gmbh", "ag", "sa"}
+)  # fmt: skip
+#: Generic words one wording may add to another without naming another thing
+#: ("stream processing systems" restates "stream processing"). Deliberately short: a word
+#: that narrows or changes the meaning (senior, principal, batch, not) is not here.
+QUALIFIERS = frozenset({"system", "topic", "field", "area", "general", "overall"})
+
+
+def _singular(token: str) -> str:
+    """A plain English plural folded to its singular (editors → editor, libraries → library)."""
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def identity_tokens(text: str) -> frozenset[str]:
+    """The words that say which value an object is: normalized (case, width, punctuation),
+    without articles and a trailing legal form, plurals folded."""
+    words = [t for t in normalize_object(text).split() if t not in ARTICLES]
+    while len(words) > 1 and words[-1] in CORPORATE_SUFFIXES:
+        words.pop()
+    return frozenset(_singular(t) for t in words)
+
+
+def _restates_text(x: str, y: str) -> bool:
+    tx, ty = identity_tokens(x), identity_tokens(y)
+    if not tx or not ty:
+        return normalize_object(x) == normalize_object(y)
+    if tx == ty:
+        return True
+    small, big = (tx, ty) if len(tx) < len(ty) else (ty, tx)
+    return small < big and big - small <= QUALIFIERS
+
+
+def names_of(statement: ConflictStatement) -> list[str]:
+    """Every wording a statement's object goes by: its own, and its entity's name and aliases."""
+    return [statement.object, *statement.object_names]
+
+
+def merge_refusal(a: ConflictStatement, b: ConflictStatement) -> str | None:
+    """Why two statements may NOT be merged, or None when they may.
+
+    A merge is a restatement: the two objects are the same value once normalized (case,
+    whitespace, punctuation, articles, a trailing legal form such as Inc/Corp/Ltd, plurals), or
+    one wording is the other plus only generic words (:data:`QUALIFIERS`). Two different
+    entities (different object ids) are never merged, whatever their names; for an entity
+    its name and aliases count as its wordings. Anything else ("principal engineer" /
+    "staff engineer", "batch processing systems" / "stream processing") is two values: whatever
+    a judge says, it is kept both ways, superseded by the rules of its predicate, or reviewed.
+    """
+    if a.object_id and b.object_id:
+        if a.object_id == b.object_id:
+            return None
+        return "MERGE of two different entities (different object ids)"
+    if any(_restates_text(x, y) for x in names_of(a) for y in names_of(b)):
+        return None
+    return (
+        f"MERGE of {a.object!r} and {b.object!r}: not the same value, and neither only "
+        "restates the other"
+    )
+
+
 #: Below this the heuristic does not call two wordings the same.
 NEAR_IDENTICAL_RATIO = 0.9
 #: What the heuristic answers when it cannot tell (well below any sensible threshold).
@@ -44,6 +116,10 @@ class ConflictStatement(BaseModel):
     source_text: str | None = None
     confidence: float
     status: str
+    object_names: list[str] = Field(
+        default_factory=list,
+        description="When the object is an entity: its name and aliases in the store.",
+    )
 
 
 class ResolveConflictRequest(BaseModel):
@@ -88,11 +164,11 @@ class ConflictReply(BaseModel):
 def resolve_conflict_heuristic(request: ResolveConflictRequest) -> ConflictReply:
     """MERGE near-identical wording of the same object; otherwise an honest "cannot tell"."""
     a, b = request.a, request.b
-    different_entities = a.object_id and b.object_id and a.object_id != b.object_id
+    not_restatement = merge_refusal(a, b) is not None
     ignore = frozenset(str(request.predicate.get("name", "")).split("_"))
     same_words = content_tokens(a.object, ignore) == content_tokens(b.object, ignore)
     ratio = SequenceMatcher(None, normalize_object(a.object), normalize_object(b.object)).ratio()
-    if not different_entities and (same_words or ratio >= NEAR_IDENTICAL_RATIO):
+    if not not_restatement and (same_words or ratio >= NEAR_IDENTICAL_RATIO):
         longer = max((a.object, b.object), key=lambda text: (len(text), text))
         return ConflictReply(
             verdict="MERGE",

@@ -52,8 +52,9 @@ from memvault.temporal.conflict_judge import (
     ConflictStatement,
     ProposedChange,
     ResolveConflictRequest,
+    merge_refusal,
 )
-from memvault.temporal.grounding import Grounding
+from memvault.temporal.grounding import Grounding, PredicateDef
 from memvault.temporal.timeline import (
     GROUP,
     STOPWORDS,
@@ -202,6 +203,8 @@ class ConflictPlan:
             "escalated",
             "queued_for_review",
             "invalid_verdicts",
+            "refused_merges",
+            "refused_by_definitions",
             "judge_failures",
             "skipped_known",
             "deferred",
@@ -544,7 +547,8 @@ def _statements(
 ) -> dict[str, ConflictStatement]:
     context = store.fetch_df(
         "SELECT t.id, s.started_at AS session_started_at, b.text AS source_text, "
-        "o.entity_type AS object_type FROM triples t "
+        "o.entity_type AS object_type, o.name AS object_name, o.aliases AS object_aliases "
+        "FROM triples t "
         "LEFT JOIN sessions s ON s.id = t.source_session "
         "LEFT JOIN blocks b ON b.id = t.source_block "
         "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
@@ -557,6 +561,8 @@ def _statements(
             "session_started_at": pl.Datetime("us"),
             "source_text": pl.Utf8(),
             "object_type": pl.Utf8(),
+            "object_name": pl.Utf8(),
+            "object_aliases": pl.Utf8(),
         },
     )
     joined = rows.filter(pl.col("id").is_in(list(ids))).join(context, on="id", how="left")
@@ -578,8 +584,20 @@ def _statements(
             source_text=text,
             confidence=float(row["confidence"]),
             status=row["status"],
+            object_names=entity_names(row["object_name"], row["object_aliases"]),
         )
     return out
+
+
+def entity_names(name: str | None, aliases: str | None) -> list[str]:
+    """An object entity's name and aliases (stored as a JSON list), for the merge check."""
+    if name is None:
+        return []
+    try:
+        extra = json.loads(aliases or "[]")
+    except ValueError:
+        extra = []
+    return [name, *(str(x) for x in extra if isinstance(x, str))]
 
 
 def _subjects(store: Store, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
@@ -640,40 +658,83 @@ def _start_of(s: ConflictStatement) -> dt.datetime:
     return s.valid_at or s.created_at
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a judge's verdict may not touch the store, and the counter it is counted under
+    (every refusal also counts as an ``invalid_verdicts``)."""
+
+    text: str
+    counter: Literal["invalid_verdicts", "refused_merges", "refused_by_definitions"]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def count_refusal(stats: Counter[str], refusal: Refusal) -> None:
+    stats["invalid_verdicts"] += 1
+    if refusal.counter != "invalid_verdicts":
+        stats[refusal.counter] += 1
+
+
+def _supersede_problem(
+    new: ConflictStatement, old: ConflictStatement, definition: Mapping[str, Any]
+) -> Refusal | None:
+    """What the dates and the predicate's definition say against ``new`` retiring ``old``.
+
+    Never before the retired statement began (that contradicts the known dates). A predicate
+    that holds one value at a time (functional) may retire a statement from the start of the
+    next one (its valid_at, else when the store learned it), a correction of a value stated
+    for the same moment included: only one of them can have held. A predicate that may hold
+    several values at once (or one not defined) gives no reason for one value to end where
+    another begins: a statement retires another only when both are dated and its valid_at is
+    strictly later, so the retired one never ends up valid for no time at all.
+    """
+    if _start_of(new) < _start_of(old):
+        return Refusal(
+            f"SUPERSEDE would end {old.triple_id} on {_start_of(new):%Y-%m-%d}, before its own "
+            f"start ({_start_of(old):%Y-%m-%d}): it contradicts the known dates",
+            "invalid_verdicts",
+        )
+    if definition.get("cardinality") == "functional":
+        return None
+    if new.valid_at is None or old.valid_at is None or new.valid_at <= old.valid_at:
+        name = definition.get("name", "this predicate")
+        return Refusal(
+            f"SUPERSEDE on {name}, which may hold several values at once: one statement retires "
+            "another only from a strictly later valid_at, never leaving it valid for no time",
+            "refused_by_definitions",
+        )
+    return None
+
+
 def verdict_problem(
-    reply: ConflictReply, a: ConflictStatement, b: ConflictStatement
-) -> tuple[str | None, str | None]:
+    reply: ConflictReply, request: ResolveConflictRequest
+) -> tuple[Refusal | None, str | None]:
     """(why the verdict cannot be applied as it stands, or None; for SUPERSEDE which side is
-    newer). A judge's answer is checked against the data before it may touch the store."""
+    newer). A judge's answer is checked against the data and the predicate's definition
+    before it may touch the store: the one check every judged MERGE and SUPERSEDE passes,
+    in the dream, the lint and the review queue."""
+    a, b, definition = request.a, request.b, request.predicate
+    if reply.verdict == "MERGE" and definition.get("preference"):
+        # A preference keeps its versions: the merge is applied as the later wording
+        # retiring the earlier one (see _judged_action), so it is bounded like a supersede.
+        new, old = (b, a) if _earlier(a, b) else (a, b)
+        return _supersede_problem(new, old, definition), None
     if reply.verdict == "MERGE":
-        if a.object_id and b.object_id and a.object_id != b.object_id:
-            return "MERGE of two different entities (different object ids)", None
-        return None, None
+        why = merge_refusal(a, b)
+        return (Refusal(why, "refused_merges") if why else None), None
     if reply.verdict != "SUPERSEDE":
         return None, None
     newer = reply.newer
     if newer is None and a.valid_at and b.valid_at and a.valid_at != b.valid_at:
         newer = "a" if a.valid_at > b.valid_at else "b"
     if newer is None:
-        return "SUPERSEDE without saying which statement is newer", None
+        return Refusal(
+            "SUPERSEDE without saying which statement is newer", "invalid_verdicts"
+        ), None
     new, old = (a, b) if newer == "a" else (b, a)
-    if _start_of(new) < _start_of(old):
-        return (
-            f"SUPERSEDE would end {old.triple_id} on {_start_of(new):%Y-%m-%d}, before its own "
-            f"start ({_start_of(old):%Y-%m-%d}): it contradicts the known dates",
-            None,
-        )
-    return None, newer
-
-
-def _usable(
-    reply: ConflictReply, a: ConflictStatement, b: ConflictStatement, threshold: float
-) -> tuple[bool, str | None]:
-    """Whether a reply may be applied, and for SUPERSEDE which side is newer."""
-    problem, newer = verdict_problem(reply, a, b)
-    if problem is not None or reply.confidence < threshold:
-        return False, None
-    return True, newer
+    bound = _supersede_problem(new, old, definition)
+    return bound, (None if bound else newer)
 
 
 def merged_wording(
@@ -766,7 +827,7 @@ def review_action(
         confidence = min(confidence, confirmation.confidence)
     why = (
         reason
-        or verdict_problem(last, request.a, request.b)[0]
+        or verdict_problem(last, request)[0]
         or f"not sure enough ({last.confidence:.2f} < {config.confidence_threshold})"
     )
     return ConflictAction(
@@ -848,6 +909,15 @@ def _failed_action(
     )
 
 
+def definition_dict(definition: PredicateDef | None, name: str) -> dict[str, Any]:
+    """The predicate's definition as the judge sees it and :func:`verdict_problem` bounds a
+    verdict by; a predicate not defined is treated as one that may hold several values."""
+    if definition is not None:
+        return definition.as_dict()
+    return {"name": name, "description": "not in the grounding definitions",
+            "cardinality": "unknown"}  # fmt: skip
+
+
 def pair_requests(
     store: Store,
     pairs: pl.DataFrame,
@@ -868,16 +938,7 @@ def pair_requests(
     subject_facts: dict[str, tuple[float, int]] = {}
     for a, b, why in pairs.select("a", "b", "why").iter_rows():
         row = by_id[a]
-        definition = grounding.get(row["predicate"])
-        predicate = (
-            definition.as_dict()
-            if definition
-            else {
-                "name": row["predicate"],
-                "description": "not in the grounding definitions",
-                "cardinality": "unknown",
-            }
-        )
+        predicate = definition_dict(grounding.get(row["predicate"]), row["predicate"])
         name, kind = subjects.get(row["subject_id"], (row["subject_id"], None))
         requests.append(
             ResolveConflictRequest(
@@ -945,9 +1006,9 @@ def _judge_pairs(
         if isinstance(reply, JudgeError):
             failed(i, reply)
             continue
-        problem, newer = verdict_problem(reply, requests[i].a, requests[i].b)
+        problem, newer = verdict_problem(reply, requests[i])
         if problem is not None:
-            stats["invalid_verdicts"] += 1
+            count_refusal(stats, problem)
             to_review(i, [(judge.kind, reply)])
         elif reply.confidence >= threshold:
             confident.append((i, [(judge.kind, reply)], newer))
@@ -961,11 +1022,12 @@ def _judge_pairs(
         if isinstance(second, JudgeError):
             failed(i, second)
             continue
-        problem, newer = verdict_problem(second, requests[i].a, requests[i].b)
+        problem, newer = verdict_problem(second, requests[i])
         if problem is None and second.confidence >= threshold:
             confident.append((i, [(judge.kind, first), ("escalation", second)], newer))
         else:
-            stats["invalid_verdicts"] += problem is not None
+            if problem is not None:
+                count_refusal(stats, problem)
             to_review(i, [(judge.kind, first), ("escalation", second)])
 
     confirm_and_route(judge, decisions, confident, policy, calibration)
@@ -1447,11 +1509,18 @@ def action_for_review(
         raise MemvaultError(f"the statements {a_id} and {b_id} are no longer both in the store")
     statements = _statements(store, rows, [a_id, b_id], 0)
     a, b = statements[a_id], statements[b_id]
-    problem, newer = verdict_problem(reply, a, b)
+    predicate = str(rows["predicate"][0])  # the store's, not what the queued item says
+    definition = (grounding or Grounding.load()).get(predicate)
+    request = ResolveConflictRequest(
+        subject=str(proposal.get("subject") or rows["subject_id"][0]),
+        predicate=definition_dict(definition, predicate),
+        why_asked=str(proposal.get("why_asked") or "review"),
+        a=a,
+        b=b,
+    )
+    problem, newer = verdict_problem(reply, request)
     if problem is not None:
         raise MemvaultError(f"the proposed change cannot be applied: {problem}")
-    predicate = str(proposal.get("predicate") or rows["predicate"][0])
-    definition = (grounding or Grounding.load()).get(predicate)
     pair = _Pair(
         pair_id=pair_id(a_id, b_id),
         subject_id=str(rows["subject_id"][0]),
@@ -1459,13 +1528,6 @@ def action_for_review(
         preference=bool(definition and definition.preference),
         impact=float(proposal.get("impact") or 0.0),
         impact_inputs=dict(proposal.get("impact_inputs") or {}),
-    )
-    request = ResolveConflictRequest(
-        subject=str(proposal.get("subject") or pair.subject_id),
-        predicate={"name": predicate},
-        why_asked=str(proposal.get("why_asked") or "review"),
-        a=a,
-        b=b,
     )
     return _judged_action(pair, request, reply, newer, decided_by)
 

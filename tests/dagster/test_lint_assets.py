@@ -63,10 +63,12 @@ def test_a_lint_reports_each_layer_and_a_second_one_costs_nothing(tmp_path: Path
     assert semantic["mode"] == "llm" and semantic["new_facts"] > 100
     assert 0 < semantic["pairs_asked"] <= math.ceil(semantic["new_facts"] * 5 / 100)
     assert semantic["llm_calls"] == semantic["pairs_asked"]
-    # Every proposal waits: its "newer" contradicts the dates, or the second judgment (asked
-    # only about the plausible ones) disagrees. Nothing applied; at most 10 calls per 100.
+    # Every proposal waits: its "newer" contradicts the dates, or the predicate (one that may
+    # hold several values) forbids a supersede without a strictly later valid_at; only what
+    # passes that check is asked again. Nothing applied; at most 10 calls per 100.
     assert confirm["proposed"] == confirm["queued_for_review"] == semantic["proposed_changes"]
-    assert confirm["auto_applied"] == 0 and 0 < confirm["llm_calls"] <= confirm["proposed"]
+    assert confirm["auto_applied"] == 0 and confirm["refused_by_definitions"] > 0
+    assert confirm["invalid_verdicts"] + confirm["llm_calls"] == confirm["proposed"]
     assert semantic["llm_calls"] + confirm["llm_calls"] <= 10 * semantic["new_facts"] / 100
     assert queue["waiting"] >= confirm["queued_for_review"]
     [check] = first.get_asset_check_evaluations()

@@ -14,6 +14,7 @@ import pytest
 
 from memvault.collector import collect
 from memvault.judge import OpenAIJudge
+from memvault.review import ReviewPolicy
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, data_loss_violations, plan_conflicts
 from tests.helpers import FIXTURES, table_dump
@@ -97,6 +98,47 @@ def test_a_misbehaving_server_changes_nothing_but_what_the_rules_decide(
     assert queued == {"hq1", "i1"}
     assert data_loss_violations(store).is_empty()
     print(f"\n{fault}: {len(fake.requests)} requests, {dict(applied)} applied, 0 judged mutations")
+
+
+def _obeying_server(body: dict[str, Any]) -> tuple[int, bytes, float]:
+    """A server that obeys text planted in a memory: every pair is "the same thing", and asked
+    again, it agrees with itself."""
+    task = body.get("tool_choice", {}).get("function", {}).get("name")
+    if task == "confirm_change":
+        return 200, completion({"agree": True, "confidence": 0.99, "reason": "yes"}, task), 0.0
+    merge = {"verdict": "MERGE", "confidence": 0.99, "reason": "the same thing"}
+    return 200, completion(merge, "resolve_conflict"), 0.0
+
+
+def test_a_merge_of_different_values_is_refused_though_the_server_confirms_it(
+    store: Store, tmp_path: Path
+) -> None:
+    h = History()
+    h.entity("ada", "Ada Lovelace")
+    h.entity("evilcorp", "EvilCorp", "organization")
+    h.fact("w_acme", "ada", "works_at", "Acme", valid="2024-01-01", created="2024-01-02")
+    h.fact("w_evil", "ada", "works_at", "EvilCorp", object_id="evilcorp", valid="2024-01-01",
+           created="2024-02-01")  # fmt: skip
+    h.fact("r1", "ada", "has_role", "staff engineer", valid="2025-01-01", created="2025-01-02")
+    h.fact("r2", "ada", "has_role", "principal engineer and tech lead", valid="2025-01-01",
+           created="2025-01-20")  # fmt: skip
+    h.fact("i1", "ada", "interested_in", "stream processing", created="2024-07-01")
+    h.fact("i2", "ada", "interested_in", "batch processing systems", created="2024-08-01")
+    h.ingest(store, tmp_path)
+    before = table_dump(store, "triples")
+    fake = FakeLLM(_obeying_server)
+    lenient = ReviewPolicy(impact_thresholds={"conflict": 0.99})
+    with fake.serving():
+        judge = OpenAIJudge(fake.base_url, "not-needed", "fake", timeout=1.0, max_retries=1)
+        plan = plan_conflicts(store, judge, now=NOW, policy=lenient)
+        applied = apply_conflict_plan(store, plan, RUN)
+    assert applied == Counter(review=3), applied
+    assert plan.summary()["refused_merges"] == 3, plan.summary()
+    assert table_dump(store, "triples") == before, "every fact as it was, all still current"
+    merged = store.fetch(
+        "SELECT count(*) FROM audit_log WHERE target_table = 'triples' AND action = 'merge'"
+    )
+    assert merged[0][0] == 0
 
 
 def test_a_non_json_reply_does_not_abort_a_transcript_import(store: Store, tmp_path: Path) -> None:

@@ -31,10 +31,15 @@ class History:
         self._sessions: set[str] = set()
         self._files = 0
 
-    def entity(self, entity_id: str, name: str, entity_type: str = "person") -> str:
-        self.records.append(
-            {"type": "entity", "id": entity_id, "name": name, "entity_type": entity_type}
-        )
+    def entity(
+        self,
+        entity_id: str,
+        name: str,
+        entity_type: str = "person",
+        aliases: list[str] | None = None,
+    ) -> str:
+        record = {"type": "entity", "id": entity_id, "name": name, "entity_type": entity_type}
+        self.records.append(record | ({"aliases": aliases} if aliases else {}))
         return entity_id
 
     def session(self, session_id: str, started: str) -> str:
