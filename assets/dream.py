@@ -28,6 +28,7 @@ from memvault.judge.store_cache import StoreJudgeCache
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, plan_conflicts
+from memvault.testing_hooks import pause_point
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
 DREAM_GROUP = "dream"
@@ -261,6 +262,7 @@ def dream_consolidate(
         content = normalize_content(opened, run_id, dry_run=dream.dry_run)
         for example in content.examples:
             context.log.info(f"{'would normalize' if dream.dry_run else 'normalized'} {example}")
+        pause_point("dream-consolidate")
         plan = plan_conflicts(
             opened,
             judge,

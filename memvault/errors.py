@@ -13,6 +13,10 @@ class StoreError(MemvaultError):
     """The store could not be opened, migrated or written."""
 
 
+class QueryError(MemvaultError):
+    """A recall query memvault refuses (empty, too long, or not text); nothing is recorded."""
+
+
 class UndoError(MemvaultError):
     """A run cannot be undone as asked."""
 

@@ -27,6 +27,7 @@ from memvault.orphans import revive
 from memvault.records import RECORD_ADAPTER, RECORD_TYPES, BlockRecord, Record
 from memvault.skills import recompute_skills
 from memvault.store import Mutation, Store
+from memvault.testing_hooks import pause_point
 
 #: Problems collected before giving up on a file (all are reported in the error's count).
 MAX_PROBLEMS = 20
@@ -359,6 +360,7 @@ def ingest_records(
                     report.sessions_extended = _extend_sessions(store, m, frame, inserted, source)
             report.skills_updated = recompute_skills(store, m, skill_ids, utcnow())
             report.entities_revived = revive(store, m, sorted(referred))
+            pause_point("ingest-written")
             if source_hash:
                 store.backend.insert_df(
                     "ingested_sources",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -31,6 +32,9 @@ from memvault.normalize import (
     to_utc_naive,
     utcnow,
 )
+
+#: A predicate names a relation in snake_case (after lower-casing and joining words with "_").
+PREDICATE_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 
 Tier = Literal["hot", "warm", "cold", "frozen"]
 Verdict = Literal["CORRECT", "INCORRECT", "AMBIGUOUS"]
@@ -252,7 +256,13 @@ class TripleRecord(Record):
     @field_validator("predicate")
     @classmethod
     def _predicate_is_snake_case(cls, value: str) -> str:
-        return "_".join(normalize_text(value).lower().split())
+        name = "_".join(normalize_text(value).lower().split())
+        if not PREDICATE_PATTERN.fullmatch(name):
+            raise ValueError(
+                f"{value!r} is not a snake_case word (lowercase letters, digits and "
+                "underscores, starting with a letter, e.g. works_at)"
+            )
+        return name
 
     @model_validator(mode="after")
     def _valid_interval(self) -> TripleRecord:

@@ -34,8 +34,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
+# Memory text is data: never turn ":smile:" into an emoji (markup is escaped where printed).
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 StoreOpt = Annotated[
     str | None,
@@ -53,6 +54,7 @@ def handles_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _refuse_undecodable([*args, *kwargs.values()])
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.ClickException):
             raise
@@ -87,6 +89,22 @@ def handles_errors(fn: F) -> F:
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _refuse_undecodable(values: list[Any]) -> None:
+    """An argument with bytes that are no UTF-8 (Python passes them on as surrogates) is
+    refused before anything runs: it could be neither stored nor printed."""
+    for value in values:
+        for text in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                given = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                raise MemvaultError(
+                    f"argument '{given}' is not valid UTF-8 text; nothing was done"
+                ) from None
 
 
 _global_store: str | None = None

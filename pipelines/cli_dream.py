@@ -44,7 +44,12 @@ def _parse_time(value: str, option: str) -> dt.datetime:
             f"{option} {value!r} is not a date (YYYY-MM-DD) or an ISO time"
         ) from None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
+        except OverflowError:  # e.g. 9999-12-31T23:59:59-14:00 is past year 9999 in UTC
+            raise MemvaultError(
+                f"{option} {value!r} is out of range: in UTC it falls outside years 1 to 9999"
+            ) from None
     return parsed
 
 

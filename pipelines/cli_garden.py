@@ -97,7 +97,10 @@ def _run(
 
     if mode not in MODES:
         raise MemvaultError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
-    urls = [u if is_mcp_url(u) else base.chosen_store(u) for u in (store or [None])]  # type: ignore[list-item]
+    # No --store after `garden`: the one given before it, else MEMVAULT_STORE, else the default.
+    urls = [
+        u if is_mcp_url(u) else base.chosen_store(u) for u in store or [base.chosen_store(None)]
+    ]
     ledger = base.chosen_store(ledger_url) if ledger_url else None
     first_memvault = next((u for u in urls if not is_mcp_url(u)), None)
     settings = GardenerResource(

@@ -13,6 +13,7 @@ import polars as pl
 import typer
 from rich.table import Table
 
+from memvault.errors import MemvaultError
 from memvault.judge import make_judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.tiering import TierConfig, plan_tiering, run_tiering
@@ -89,6 +90,12 @@ def usage(
                     "access multiplier: " + ", ".join(f"{k}: {v}" for k, v in histogram.items())
                 )
             return
+        unknown = [b for b in block_ids if handle.get_row("blocks", b) is None]
+        if unknown:
+            raise MemvaultError(
+                f"no memory block {', '.join(unknown)} in this store (block ids are shown by "
+                "`memvault recall` and `memvault export --type block`)"
+            )
         plan = plan_tiering(handle, now, TierConfig.from_env())
         weights = block_weights(handle, now, block_ids)
     rows = weights.join(

@@ -53,12 +53,35 @@ def _latest_metadata(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str
     return {k: v.value for k, v in event.asset_materialization.metadata.items()}
 
 
+#: How many dream_prune materializations back the sensor looks for the last real dream's
+#: session mark (dry runs in between carry none).
+DRY_RUNS_LOOKED_PAST = 50
+
+
+def _session_mark(instance: dg.DagsterInstance) -> object:
+    """``sessions_total_at_last_dream`` of the latest real (not dry-run) dream: a dry run
+    writes -1, and must not reset the count of sessions since the last real dream."""
+    found = instance.fetch_materializations(PRUNED, limit=DRY_RUNS_LOOKED_PAST)
+    for record in found.records:
+        materialization = record.asset_materialization
+        mark = (
+            materialization.metadata.get("sessions_total_at_last_dream")
+            if materialization
+            else None
+        )
+        if mark is not None and isinstance(mark.value, int) and mark.value >= 0:
+            return mark.value
+    return None
+
+
 def gate_inputs(instance: dg.DagsterInstance) -> GateInputs:
     collected = _latest_metadata(instance, COLLECTED)
     pruned = _latest_metadata(instance, PRUNED)
     last = pruned.get("last_dream_at")
     last_at = dt.datetime.fromtimestamp(last, dt.UTC) if isinstance(last, int | float) else None
     at_last = pruned.get("sessions_total_at_last_dream")
+    if pruned.get("dry_run"):
+        at_last = _session_mark(instance)
     total = collected.get("sessions_total")
     return GateInputs(
         last_dream_at=last_at,

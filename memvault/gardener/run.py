@@ -29,6 +29,7 @@ from memvault.gardener.report import GardenReport, OpLine, StoreLine, parse_repo
 from memvault.gardener.state import PHASE_LABELS, PHASES, GardenConfig, RunState, StoreRun
 from memvault.judge import Judge
 from memvault.normalize import utcnow
+from memvault.testing_hooks import pause_point
 
 REPORT_KIND = "garden-report"
 
@@ -285,6 +286,7 @@ class Gardener:
             clock = time.perf_counter()
             try:
                 step(ctx)
+                pause_point(f"garden-{phase}")
             except BudgetSpent as spent:
                 srun.stop = {
                     "phase": phase,

@@ -13,7 +13,13 @@ import types
 from typing import Any
 
 from memvault.recall.feedback import FeedbackError, FeedbackReport, feedback
-from memvault.recall.recaller import Recaller, recaller_for, signature_of
+from memvault.recall.recaller import (
+    MAX_QUERY_CHARS,
+    Recaller,
+    check_query,
+    recaller_for,
+    signature_of,
+)
 from memvault.recall.result import Fact, GapHint, RecallHit, RecallResult
 from memvault.store import Store
 
@@ -41,6 +47,7 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "Fact",
     "FeedbackError",
     "FeedbackReport",
@@ -48,6 +55,7 @@ __all__ = [
     "RecallHit",
     "RecallResult",
     "Recaller",
+    "check_query",
     "feedback",
     "recall",
     "recaller_for",

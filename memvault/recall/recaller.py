@@ -18,6 +18,7 @@ import polars as pl
 
 from memvault.config import env_number
 from memvault.embed import Embedder, make_embedder
+from memvault.errors import QueryError
 from memvault.normalize import to_utc_naive, utcnow
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
@@ -200,7 +201,10 @@ class Recaller:
         facts: bool = True,
         record: bool = True,
     ) -> RecallResult:
-        """Answer ``query`` and record it (recall_log, block access), unless ``record`` is False."""
+        """Answer ``query`` and record it (recall_log, block access), unless ``record`` is False.
+
+        Raises :class:`QueryError` (nothing recorded) for a query :func:`check_query` refuses."""
+        check_query(query)
         started = time.perf_counter()
         now = to_utc_naive(now) if now is not None else utcnow()
         if limit < 1:
@@ -263,6 +267,27 @@ def _states_any(text: str, objects: tuple[str, ...]) -> bool:
 
 #: One recaller per (store URL, embedder spec) in this process.
 _RECALLERS: dict[tuple[str, str | None], Recaller] = {}
+
+
+#: The longest query ``recall`` takes, in characters: a longer one is refused, not cut.
+MAX_QUERY_CHARS = 2000
+
+
+def check_query(query: str) -> None:
+    """Refuse a query before anything is searched or recorded: empty or blank, longer than
+    ``MAX_QUERY_CHARS``, or not text (a byte that is no UTF-8, passed on as a surrogate)."""
+    if not isinstance(query, str) or not query.strip():
+        raise QueryError("the query is empty: say what to recall")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(
+            f"the query has {len(query):,} characters; recall takes at most {MAX_QUERY_CHARS:,}"
+        )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as bad:
+        raise QueryError(
+            f"the query is not valid text (character {bad.start + 1} is a byte that is no UTF-8)"
+        ) from None
 
 
 def recaller_for(store: Store, embedder_spec: str | None = None) -> Recaller:

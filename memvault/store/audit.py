@@ -21,6 +21,7 @@ from memvault.errors import StoreError, UndoError
 from memvault.normalize import utcnow
 from memvault.store.backends import ident
 from memvault.store.tables import AUDITED_TABLES
+from memvault.testing_hooks import pause_point
 
 if TYPE_CHECKING:
     from memvault.store.store import Store
@@ -291,6 +292,7 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
             report.restored[str(table)] += m.restore_many(
                 str(table), targets.select("target_id", "image"), reason=f"undo of {run_id}"
             )
+        pause_point("undo-restored")
         store.backend.execute("UPDATE runs SET status = 'undone' WHERE id = :id", {"id": run_id})
         sources = _forget_sources(store, run_id)
         if run["kind"] == "undo" and run["params"].get("undoes"):  # undoing an undo revives the run

@@ -33,7 +33,8 @@ def collected(instance: dg.DagsterInstance, sessions_total: int) -> None:
 def dreamed(
     instance: dg.DagsterInstance, hours_ago: float, sessions_total: int, *, dry_run: bool = False
 ) -> None:
-    """A dream_prune materialization as the asset writes it (a dry run carries the old time)."""
+    """A real dream's dream_prune materialization as the asset writes it: it finished
+    ``hours_ago``, with ``sessions_total`` sessions in the store."""
     when = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours_ago)
     instance.report_runless_asset_event(
         dg.AssetMaterialization(
@@ -41,7 +42,27 @@ def dreamed(
             metadata={
                 "last_dream_at": dg.MetadataValue.timestamp(when),
                 "sessions_total_at_last_dream": -1 if dry_run else sessions_total,
+                "finished_at": dg.MetadataValue.timestamp(when),
                 "dry_run": dry_run,
+            },
+        )
+    )
+
+
+def dry_dreamed(instance: dg.DagsterInstance, hours_ago: float, last_real_hours_ago: float) -> None:
+    """A dry run's dream_prune materialization as the asset writes it: it finished
+    ``hours_ago`` but carries the last real dream's time forward, and no session mark."""
+    now = dt.datetime.now(dt.UTC)
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(
+            "dream_prune",
+            metadata={
+                "last_dream_at": dg.MetadataValue.timestamp(
+                    now - dt.timedelta(hours=last_real_hours_ago)
+                ),
+                "sessions_total_at_last_dream": -1,
+                "finished_at": dg.MetadataValue.timestamp(now - dt.timedelta(hours=hours_ago)),
+                "dry_run": True,
             },
         )
     )
@@ -117,13 +138,45 @@ def test_both_gates_open_runs_once_per_state(instance: dg.DagsterInstance) -> No
     assert ":15:" in first.run_requests[0].run_key
 
 
+def test_a_real_dream_an_hour_ago_holds_the_time_gate(instance: dg.DagsterInstance) -> None:
+    # The counterpart of the dry-run case below: with the same sessions, a real dream 1 h ago
+    # holds the gate, so a gate that ignored the hours would fail here.
+    dreamed(instance, hours_ago=30, sessions_total=10)
+    collected(instance, 20)
+    dreamed(instance, hours_ago=1, sessions_total=20)
+    collected(instance, 30)
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert result.skip_message == ("time gate: last successful dream 1.0 h ago (needs > 24 h)"), (
+        result.skip_message
+    )
+
+
 def test_a_dry_run_does_not_count_as_a_dream(instance: dg.DagsterInstance) -> None:
     dreamed(instance, hours_ago=30, sessions_total=10)
     collected(instance, 20)
-    # A dry run 1 h ago writes the previous real dream's time and no session mark.
-    dreamed(instance, hours_ago=30, sessions_total=20, dry_run=True)
+    # A dry run 1 h ago writes the previous real dream's time (30 h ago) and no session mark.
+    dry_dreamed(instance, hours_ago=1, last_real_hours_ago=30)
     result = evaluate(instance)
     assert isinstance(result, dg.SensorResult)
+    # Measured from the real dream: 30 h and the 10 sessions since it (not the dry run's 1 h).
+    assert (
+        result.run_requests[0].tags["memvault/gate"]
+        == "30.0 h since the last dream, 10 new sessions"
+    )
+
+
+def test_a_dry_run_keeps_the_session_mark_of_the_last_real_dream(
+    instance: dg.DagsterInstance,
+) -> None:
+    dreamed(instance, hours_ago=30, sessions_total=10)
+    dry_dreamed(instance, hours_ago=1, last_real_hours_ago=30)
+    collected(instance, 12)  # 2 new sessions since the real dream: the session gate holds
+    result = evaluate(instance)
+    assert isinstance(result, dg.SkipReason)
+    assert result.skip_message == (
+        "session gate: 2 new session(s) since the last dream (needs >= 5)"
+    ), result.skip_message
 
 
 def test_busy_when_a_dream_is_running(instance: dg.DagsterInstance) -> None:

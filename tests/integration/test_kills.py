@@ -1,15 +1,15 @@
-"""Kill -9 at a random point of a dream, a garden run, an ingest and an undo: the next run
+"""Kill -9 at a named point of a dream, a garden run, an ingest and an undo: the next run
 completes, nothing hangs, nothing is lost.
 
 A killed in-process run keeps its Dagster status and its slot in the store pool; without
-recovery every later command would wait for that slot forever. The points are drawn from
-``MEMVAULT_KILL_SEED`` (printed), so a failure can be replayed.
+recovery every later command would wait for that slot forever. Each process is stopped at a
+pause point of memvault.testing_hooks (``MEMVAULT_TEST_PAUSE_AT``), so every run of this file
+kills at the same, meaningful place: mid transaction, or after some writes were committed.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -25,14 +25,11 @@ from tests.dagster.dream_support import seed_demo_store
 from tests.helpers import export_text
 
 pytestmark = pytest.mark.integration
-SEED = int(os.environ.get("MEMVAULT_KILL_SEED") or random.SystemRandom().randrange(10**6))
-RNG = random.Random(SEED)
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    print(f"\nkill points from MEMVAULT_KILL_SEED={SEED}")
     return os.environ | {
         "DAGSTER_HOME": str(tmp_path / ".dagster"),
         "MEMVAULT_EMBEDDER": "hashing",
@@ -42,13 +39,29 @@ def env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def _kill_during(args: list[str], env: dict[str, str], cwd: Path, after: float) -> None:
+def _kill_at(point: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
+    """Start ``memvault ARGS``, wait until it pauses at ``point``, and SIGKILL it there."""
+    marker = cwd / f"paused-at-{point}"
+    paused = env | {"MEMVAULT_TEST_PAUSE_AT": point, "MEMVAULT_TEST_PAUSE_MARKER": str(marker)}
     process = subprocess.Popen(
-        [MEMVAULT, *args], env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [MEMVAULT, *args], env=paused, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    time.sleep(after)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        if process.poll() is not None:
+            raise AssertionError(
+                f"memvault ended before {point}: {process.stderr.read()[-2000:]!r}"
+            )  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, f"memvault never reached {point}"
+        time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
+    assert process.returncode == -signal.SIGKILL
+
+
+def _running(store: str) -> list[tuple[str, str]]:
+    with memvault.open(store) as opened:
+        return opened.fetch("SELECT id, kind FROM runs WHERE status = 'running'")
 
 
 def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -62,31 +75,28 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 def test_a_killed_dream_does_not_block_the_next(tmp_path: Path, env: dict[str, str]) -> None:
     store = f"duckdb://{tmp_path / 'store.duckdb'}"
     seed_demo_store(store, tmp_path, sessions=24)
-    point = RNG.uniform(3.0, 9.0)
-    _kill_during(["dream", "--force", "--store", store], env, tmp_path, point)
-    started = time.monotonic()
+    _kill_at("dream-consolidate", ["dream", "--force", "--store", store], env, tmp_path)
+    [(killed, kind)] = _running(store)
+    assert kind == "dream"
     done = _run(["dream", "--force", "--store", store], env, tmp_path)
-    print(f"dream killed after {point:.1f} s; the next took {time.monotonic() - started:.1f} s")
+    assert "is gone" in done.stderr, done.stderr[-3000:]
     with memvault.open(store) as opened:
         assert data_loss_violations(opened).is_empty()
         statuses = dict(
             opened.fetch("SELECT status, count(*) FROM runs WHERE kind = 'dream' GROUP BY 1")
         )
-    assert statuses.get("succeeded", 0) >= 1 and statuses.get("running", 0) == 0, statuses
-    if statuses.get("failed"):  # killed mid-run: said so, once
-        assert "is gone" in done.stderr
+        assert opened.run(killed)["status"] == "failed"  # type: ignore[index]
+    assert statuses == {"failed": 1, "succeeded": 1}, statuses
+    assert _running(store) == []
 
 
 def test_a_killed_garden_run_does_not_block_the_next(tmp_path: Path, env: dict[str, str]) -> None:
     store = f"duckdb://{tmp_path / 'store.duckdb'}"
     seed_demo_store(store, tmp_path, sessions=24)
-    point = RNG.uniform(3.0, 8.0)
-    _kill_during(["garden", "--store", store], env, tmp_path, point)
+    _kill_at("garden-dedup", ["garden", "--store", store], env, tmp_path)
+    assert [kind for _, kind in _running(store)], "the kill left no run in progress"
     _run(["garden", "--store", store], env, tmp_path)
-    print(f"garden killed after {point:.1f} s")
-    with memvault.open(store) as opened:
-        running = opened.fetch("SELECT count(*) FROM runs WHERE status = 'running'")[0][0]
-    assert running == 0
+    assert _running(store) == []
 
 
 def test_a_killed_ingest_leaves_nothing_half_written(tmp_path: Path, env: dict[str, str]) -> None:
@@ -96,15 +106,17 @@ def test_a_killed_ingest_leaves_nothing_half_written(tmp_path: Path, env: dict[s
     clean = f"duckdb://{tmp_path / 'clean.duckdb'}"
     _run(["ingest", str(history), "--store", clean], env, tmp_path)
     store = f"duckdb://{tmp_path / 'store.duckdb'}"
-    point = RNG.uniform(2.0, 6.0)
-    _kill_during(["ingest", str(history), "--store", store], env, tmp_path, point)
+    _kill_at("ingest-written", ["ingest", str(history), "--store", store], env, tmp_path)
     with memvault.open(store) as opened:
-        half = opened.counts(("blocks",))["blocks"]
-    assert half in (0, memvault.open(clean).counts(("blocks",))["blocks"]), "all or nothing"
+        assert opened.counts(("blocks", "triples", "audit_log")) == {
+            "blocks": 0,
+            "triples": 0,
+            "audit_log": 0,
+        }, "every row was inserted before the kill, none may be left"
     _run(["ingest", str(history), "--store", store], env, tmp_path)
     with memvault.open(store) as a, memvault.open(clean) as b:
         assert a.counts() == b.counts()
-        assert a.fetch("SELECT count(*) FROM runs WHERE status = 'running'")[0][0] == 0
+    assert _running(store) == []
 
 
 def test_a_killed_undo_can_be_run_again(tmp_path: Path, env: dict[str, str]) -> None:
@@ -113,14 +125,13 @@ def test_a_killed_undo_can_be_run_again(tmp_path: Path, env: dict[str, str]) -> 
     with memvault.open(store) as opened:
         before = export_text(opened)
         [(ingest_run,)] = opened.fetch("SELECT id FROM runs WHERE kind = 'ingest'")
-    point = RNG.uniform(2.0, 5.0)
-    _kill_during(["undo", ingest_run, "--store", store], env, tmp_path, point)
+    _kill_at("undo-restored", ["undo", ingest_run, "--store", store], env, tmp_path)
     with memvault.open(store) as opened:
-        state = opened.run(ingest_run)["status"]  # type: ignore[index]
-        assert export_text(opened) in (before, "") or state == "undone"
-    if state != "undone":
-        _run(["undo", ingest_run, "--store", store], env, tmp_path)
+        # Every row was restored before the kill, in a transaction that never committed.
+        assert export_text(opened) == before
+        assert opened.run(ingest_run)["status"] == "succeeded"  # type: ignore[index]
+    _run(["undo", ingest_run, "--store", store], env, tmp_path)
     with memvault.open(store) as opened:
         assert opened.counts(("blocks",))["blocks"] == 0
         assert opened.run(ingest_run)["status"] == "undone"  # type: ignore[index]
-        assert opened.fetch("SELECT count(*) FROM runs WHERE status = 'running'")[0][0] == 0
+    assert _running(store) == [], "the killed undo is marked failed by the next"
