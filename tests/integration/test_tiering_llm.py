@@ -2,7 +2,8 @@
 
 The small model's digests are often poor or too long; this proves the path a
 deployment takes — the tier_digest prompt and schema over the wire, a reply that
-breaks the limits rejected for an extractive digest, nothing lost (the audit log
+breaks the limits or says what the original does not (a fake server that obeys an
+injection) rejected for an extractive digest, nothing lost (the audit log
 keeps every full text), and a re-run that asks nothing — not the digests' quality.
 """
 
