@@ -15,6 +15,7 @@ from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table, t
 from memvault.dream import orient, prune_orphans, reflect, statistics_snapshot
 from memvault.dream.exclusive import DreamInProgress, begin_dream
 from memvault.dream.normalize_content import normalize_content
+from memvault.dream.reflect import INSIGHT_REFUSALS
 from memvault.dream.report import (
     DreamReport,
     record_stage,
@@ -174,8 +175,11 @@ def dream_signal(
     owners=OWNERS,
     pool=STORE_POOL,
     description="Insights and knowledge gaps, read off a statistics snapshot of the store (never "
-    "the raw memories). Without an LLM, an honest statistical reflection labelled as such. An "
-    "insight already written is not written again.",
+    "the raw memories) and a few memory blocks about the central entities. Without an LLM, an "
+    "honest statistical reflection labelled as such. An LLM's insight is stored (as a block of "
+    "kind insight) only when it cites source blocks it was given that support every name, "
+    "number and date in it and it holds no instruction-like text; the others are refused and "
+    "counted. An insight already written is not written again.",
 )
 def dream_reflect(
     context: dg.AssetExecutionContext,
@@ -209,6 +213,8 @@ def dream_reflect(
             {
                 "insights": [i.text for i in result.insights],
                 "gaps": [f"{g.kind}: {g.signature}" for g in result.gaps],
+                "insights_refused": result.insights_refused,
+                "insights_refused_by": dict(sorted(result.refused_by.items())),
                 "actions": {
                     "insight": result.insights_written,
                     "gap-open": result.gaps_opened,
@@ -221,6 +227,11 @@ def dream_reflect(
         metadata={
             "insights": len(result.insights),
             "insights_written": result.insights_written,
+            "insights_refused": result.insights_refused,
+            **{
+                f"insights_refused_{reason}": int(result.refused_by.get(reason, 0))
+                for reason in INSIGHT_REFUSALS
+            },
             "gaps": len(result.gaps),
             "gaps_opened": result.gaps_opened,
             "gaps_updated": result.gaps_updated,

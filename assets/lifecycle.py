@@ -12,6 +12,7 @@ import dagster as dg
 
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
 from memvault.judge.store_cache import StoreJudgeCache
+from memvault.lifecycle.digest import DIGEST_REFUSALS
 from memvault.lifecycle.tiering import digest_violations, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
@@ -54,7 +55,9 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
     description="Each active block moved to the tier its effective age (age ÷ use) asks for: "
     "hot, warm (full text), cold (the text becomes a summary of at most 400 characters) or "
     "frozen (a one-line headline); pinned blocks stay hot. The LLM writes the digests, several "
-    "blocks per call; without one they are extractive and labelled so. A block that comes back "
+    "blocks per call; without one they are extractive and labelled so. A digest may only say what "
+    "the original says (its names and numbers, no instruction-like text): one that does not is "
+    "rejected for the extractive digest and counted by reason. A block that comes back "
     "into use is promoted without a call and keeps its digest. Audited: undoing the run "
     "restores the full text. A re-run with nothing new writes nothing and asks nothing.",
 )
@@ -84,6 +87,10 @@ def tiering(
             ),
             "headlines_extractive": int(digests.get("headline_extractive", 0)),
             "rejected_replies": summary["rejected_replies"],
+            **{
+                f"rejected_digests_{reason}": int(summary["rejected_digests"].get(reason, 0))
+                for reason in DIGEST_REFUSALS
+            },
             "judge_failures": summary["judge_failures"],
             "kept_by_use": summary["kept_by_use"],
             "rows_written": summary["written"],

@@ -64,7 +64,10 @@ def recall(
     table = Table("rank", "score", "tier", "text", "block id")
     for rank, hit in enumerate(result.results, 1):
         tier = hit.tier if not hit.digest_kind else f"{hit.tier} ({hit.digest_kind} digest)"
-        table.add_row(str(rank), f"{hit.score:.3f}", tier, escape(_snippet(hit.text)), hit.block_id)
+        text = escape(_snippet(hit.text))
+        if hit.kind == "insight":  # the dream's reading of the memories it cites, not a memory
+            text = f"[magenta]insight:[/] {text} [dim](cites {escape(', '.join(hit.cites))})[/]"
+        table.add_row(str(rank), f"{hit.score:.3f}", tier, text, hit.block_id)
     out.print(table if result.results else "no memory matches this query")
     for fact in result.facts:
         who = result.entity_names.get(fact.subject_id, fact.subject_id)

@@ -1,11 +1,19 @@
 """D3 Reflect: a judge reads a statistics snapshot (never the raw store) and writes insights and gaps.
 
-The snapshot is small and aggregate: counts, what changed, the most central
-entities, the communities, the most volatile predicates, repeated recall
-failures. Insights become blocks of kind ``insight``; knowledge gaps go to
-``knowledge_gap`` (kind ``recall``: a question that keeps failing;
-``structural``: a central entity we hold no facts about). The heuristic
-judge writes an honest statistical reflection and labels it as such.
+The snapshot is small: counts, what changed, the most central entities, the
+communities, the most volatile predicates, repeated recall failures, and a few
+memory blocks about the central entities (``sources``). Insights become blocks of
+kind ``insight``; knowledge gaps go to ``knowledge_gap`` (kind ``recall``: a
+question that keeps failing; ``structural``: a central entity we hold no facts
+about). The heuristic judge writes an honest statistical reflection and labels it
+as such.
+
+An LLM's insight is stored only when it rests on the data: it cites source blocks
+(``source_ids``) that were in the snapshot and are still active memories, and its
+names, numbers and dates appear in them, with no instruction-like text
+(:mod:`memvault.grounded_text`). One that does not is refused and counted
+(``insights_refused``, by reason). A stored insight keeps what it cites in its tags
+(``cites:<block id>``), so recall can mark it and rank it below its sources.
 """
 
 from __future__ import annotations
@@ -20,14 +28,36 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.dream.orient import OrientStats, last_dream
 from memvault.errors import JudgeError
+from memvault.grounded_text import check
 from memvault.ids import stable_id
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
 from memvault.profile.gaps import gap_id, recall_gaps
+from memvault.recall.result import CITES
 from memvault.store import Store
 
 STATISTICAL_LABEL = "[statistical reflection: heuristic judge, no LLM]"
+#: Source blocks given to the judge: per central entity, and in all; text clipped to this.
+SOURCES_PER_ENTITY = 3
+MAX_SOURCES = 24
+SOURCE_CHARS = 500
+#: Why an insight was refused: it cites nothing, cites a block that was not given or is no
+#: longer an active memory, or says what its sources do not (:mod:`memvault.grounded_text`).
+INSIGHT_REFUSALS: tuple[str, ...] = (
+    "no_sources",
+    "unknown_sources",
+    "instructions",
+    "unsupported_names",
+    "unsupported_numbers",
+)
+
+
+class SourceBlock(BaseModel):
+    """A memory block the reflection may cite."""
+
+    id: str
+    text: str
 
 
 class CentralEntity(BaseModel):
@@ -67,6 +97,10 @@ class StatisticsSnapshot(BaseModel):
     communities: list[CommunitySummary]
     recall_failures: list[RecallFailure]
     open_reviews: int
+    sources: list[SourceBlock] = Field(
+        default_factory=list,
+        description="Memory blocks about the central entities: the only blocks an insight may cite",
+    )
 
 
 class InsightItem(BaseModel):
@@ -75,6 +109,11 @@ class InsightItem(BaseModel):
     )
     entities: list[str] = Field(description="Names of the entities the insight is about")
     confidence: float = Field(ge=0.0, le=1.0, description="How well the statistics support it")
+    source_ids: list[str] = Field(
+        default_factory=list,
+        description="The ids of the source blocks (from `sources`) that say what the insight "
+        "says: every name, number and date in it must appear in them",
+    )
 
 
 class GapItem(BaseModel):
@@ -188,7 +227,7 @@ def recall_failures(store: Store, min_fails: int = 2) -> list[RecallFailure]:
 
 def statistics_snapshot(store: Store, stats: OrientStats, *, top: int = 10) -> StatisticsSnapshot:
     central = store.fetch_df(
-        "SELECT e.name, e.entity_type, c.pagerank, c.ppr, "
+        "SELECT e.id, e.name, e.entity_type, c.pagerank, c.ppr, "
         "(SELECT count(*) FROM triples t WHERE t.subject_id = e.id AND t.status = 'active') AS facts "
         "FROM centrality c JOIN entities e ON e.id = c.entity_id WHERE e.status = 'active' "
         "ORDER BY c.ppr DESC, e.id LIMIT :n",
@@ -213,6 +252,7 @@ def statistics_snapshot(store: Store, stats: OrientStats, *, top: int = 10) -> S
                 )
             )
         summaries.sort(key=lambda s: (-s.size, s.community))
+    sources = source_blocks(store, [str(i) for i in central["id"].to_list()])
     superseded = dict(
         store.fetch(
             "SELECT predicate, count(*) FROM triples WHERE status = 'superseded' GROUP BY predicate"
@@ -223,11 +263,46 @@ def statistics_snapshot(store: Store, stats: OrientStats, *, top: int = 10) -> S
         totals=stats.totals,
         active_triples=stats.active_triples,
         superseded_by_predicate={k: int(v) for k, v in sorted(superseded.items())},
-        central_entities=[CentralEntity(**row) for row in central.iter_rows(named=True)],
+        central_entities=[
+            CentralEntity(**{k: v for k, v in row.items() if k != "id"})
+            for row in central.iter_rows(named=True)
+        ],
         communities=summaries,
         recall_failures=recall_failures(store),
         open_reviews=stats.open_reviews,
+        sources=sources,
     )
+
+
+def source_blocks(
+    store: Store, entity_ids: list[str], *, per_entity: int = SOURCES_PER_ENTITY
+) -> list[SourceBlock]:
+    """The newest active memory blocks (insights excluded) that mention each entity, in the
+    entities' order: what the reflection may cite."""
+    if not entity_ids:
+        return []
+    rows = store.fetch_df(
+        "SELECT m.entity_id, b.id, b.text, b.created_at FROM mentions m "
+        "JOIN blocks b ON b.id = m.block_id "
+        "WHERE m.entity_id = ANY(:ids) AND b.status = 'active' AND b.kind <> 'insight'",
+        {"ids": entity_ids},
+    )
+    if rows.is_empty():
+        return []
+    order = {e: k for k, e in enumerate(entity_ids)}
+    picked = (
+        rows.unique(["entity_id", "id"])
+        .with_columns(rank=pl.col("entity_id").replace_strict(order, return_dtype=pl.Int64))
+        .sort(["rank", "created_at", "id"], descending=[False, True, False])
+        .group_by("entity_id", maintain_order=True)
+        .head(per_entity)
+        .unique("id", keep="first", maintain_order=True)
+        .head(MAX_SOURCES)
+    )
+    return [
+        SourceBlock(id=r["id"], text=str(r["text"])[:SOURCE_CHARS])
+        for r in picked.iter_rows(named=True)
+    ]
 
 
 @dataclass
@@ -237,8 +312,14 @@ class ReflectResult:
     insights_written: int = 0
     gaps_opened: int = 0
     gaps_updated: int = 0
+    #: LLM insights not stored, per reason (:data:`INSIGHT_REFUSALS`).
+    refused_by: dict[str, int] = field(default_factory=dict)
     #: Why the judge gave no reflection (the dream goes on without one).
     failure: str | None = None
+
+    @property
+    def insights_refused(self) -> int:
+        return sum(self.refused_by.values())
 
 
 def dreamed_before(store: Store) -> bool:
@@ -248,6 +329,42 @@ def dreamed_before(store: Store) -> bool:
 def insight_id(insight: InsightItem) -> str:
     """Keyed by the insight's text and the evidence (entities) it rests on, never by the run."""
     return stable_id("insight", insight.text.strip(), *sorted(set(insight.entities)))
+
+
+def supported_insights(
+    store: Store,
+    snapshot: StatisticsSnapshot,
+    insights: list[InsightItem],
+    refused_by: dict[str, int],
+) -> list[InsightItem]:
+    """The insights that rest on the data: each cites source blocks that were in the snapshot
+    and are active memories now, and says nothing (names, numbers, dates, instructions) that
+    those blocks do not. The others are counted in ``refused_by`` by reason."""
+    given = {s.id for s in snapshot.sources}
+    cited = sorted({b for i in insights for b in i.source_ids if b in given})
+    texts = dict(
+        store.fetch(
+            "SELECT id, text FROM blocks WHERE id = ANY(:ids) AND status = 'active' "
+            "AND kind <> 'insight'",
+            {"ids": cited or [""]},
+        )
+    )
+    kept = []
+    for insight in insights:
+        ids = list(dict.fromkeys(insight.source_ids))
+        if not ids:
+            reason: str | None = "no_sources"
+        elif any(b not in given or b not in texts for b in ids):
+            reason = "unknown_sources"
+        else:
+            reason = check(
+                insight.text, [str(texts[b]) for b in ids], names_too=insight.entities
+            ).reason
+        if reason is None:
+            kept.append(insight.model_copy(update={"source_ids": ids}))
+        else:
+            refused_by[reason] = refused_by.get(reason, 0) + 1
+    return kept
 
 
 def reflect(
@@ -276,18 +393,26 @@ def reflect(
         JudgeError
     ) as exc:  # after the judge's retries: no reflection this time, the dream goes on
         return ReflectResult(failure=str(exc))
-    result = ReflectResult(insights=reply.insights[:max_insights], gaps=reply.gaps)
+    result = ReflectResult(gaps=reply.gaps)
+    if judge.kind == "heuristic":  # memvault's own arithmetic on the snapshot, not an LLM's
+        result.insights = reply.insights[:max_insights]
+    else:
+        result.insights = supported_insights(store, snapshot, reply.insights, result.refused_by)
+        result.insights = result.insights[:max_insights]
     if dry_run:
         return result
     now = utcnow()
-    tags = json.dumps(["dream-insight", "statistical" if judge.kind == "heuristic" else "llm"])
+    label = "statistical" if judge.kind == "heuristic" else "llm"
     insights = pl.DataFrame(
         {
             "id": [insight_id(i) for i in result.insights],
             "kind": ["insight"] * len(result.insights),
             "text": [i.text for i in result.insights],
             "importance": [round(0.3 + 0.4 * i.confidence, 3) for i in result.insights],
-            "tags": [tags] * len(result.insights),
+            "tags": [
+                json.dumps(["dream-insight", label, *(CITES + b for b in i.source_ids)])
+                for i in result.insights
+            ],
             "created_at": [now] * len(result.insights),
             "updated_at": [now] * len(result.insights),
         },

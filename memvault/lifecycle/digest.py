@@ -3,8 +3,10 @@
 Demotion to cold replaces the text with a summary of at most 400 characters; demotion to
 frozen with a one-line headline. The judge writes both (task ``tier_digest``, several
 blocks per call, the memory text fenced as data); the heuristic judge cuts an extractive
-summary from the text's first sentences, labelled ``extractive``. A reply that is empty or
-too long is rejected and replaced by the extractive digest (counted). Text that already fits
+summary from the text's first sentences, labelled ``extractive``. A digest may only say what
+the original says: a reply that is empty, too long, names a name or a number the original
+does not hold, or carries instruction-like text (:mod:`memvault.grounded_text`) is rejected
+and replaced by the extractive digest, counted by reason. Text that already fits
 is its own digest and costs no call. The full text survives only in the audit log's
 before-image: undoing the tiering run brings it back.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import JudgeError
+from memvault.grounded_text import REASONS, Vocabulary, check
 from memvault.judge.base import Judge, ask_each
 from memvault.judge.tasks import JudgeTask
 
@@ -29,6 +32,10 @@ HEADLINE_MAX_CHARS = 120
 BLOCKS_PER_CALL = 8
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+#: Why a digest the judge wrote was refused (the tiering asset reports each).
+DIGEST_REFUSALS: tuple[str, ...] = ("missing", "length", *REASONS)
 
 
 class DigestBlock(BaseModel):
@@ -135,9 +142,16 @@ class Digest:
 class DigestStats:
     asked: int = 0  # blocks sent to the judge
     calls: int = 0  # requests sent (one per BLOCKS_PER_CALL blocks)
-    rejected: int = 0  # summaries or headlines refused (empty, too long, not one line, missing)
+    rejected: int = 0  # summaries or headlines refused (any reason in ``rejected_by``)
     failed: int = 0  # blocks whose request failed altogether
     kinds: dict[str, int] = field(default_factory=dict)
+    #: Refusals per reason: ``missing`` (no digest for the block), ``length`` (empty, too
+    #: long, not one line), ``instructions``, ``unsupported_names``, ``unsupported_numbers``.
+    rejected_by: dict[str, int] = field(default_factory=dict)
+
+    def reject(self, reason: str) -> None:
+        self.rejected += 1
+        self.rejected_by[reason] = self.rejected_by.get(reason, 0) + 1
 
 
 def _fits_summary(text: str) -> bool:
@@ -188,19 +202,30 @@ def digest_blocks(
     return out
 
 
+def _refusal(text: str, fits: bool, original: Vocabulary) -> str | None:
+    """Why a digest the judge wrote cannot stand in for the original, or None."""
+    if not fits:
+        return "length"
+    return check(text, original).reason
+
+
 def _accept(block: DigestBlock, reply: BlockDigest | None, llm: bool, stats: DigestStats) -> Digest:
-    """The judge's digest where it is valid, the extractive one where it is not."""
+    """The judge's digest where it is valid and says only what the block says, the extractive
+    one where it is not."""
     if not llm:
         return _own_digest(block.text)
     if reply is None:
-        stats.rejected += 1
+        stats.reject("missing")
         return _own_digest(block.text)
+    original = Vocabulary.of([block.text])
     summary, summary_kind = reply.summary.strip(), "llm"
-    if not 0 < len(summary) <= DIGEST_MAX_CHARS:
-        stats.rejected += 1
+    refused = _refusal(summary, 0 < len(summary) <= DIGEST_MAX_CHARS, original)
+    if refused:
+        stats.reject(refused)
         summary, summary_kind = extractive_summary(block.text), "extractive"
     headline, headline_kind = reply.headline.strip(), "llm"
-    if not _fits_headline(headline):
-        stats.rejected += 1
+    refused = _refusal(headline, _fits_headline(headline), original)
+    if refused:
+        stats.reject(refused)
         headline, headline_kind = extractive_headline(block.text), "extractive"
     return Digest(summary, summary_kind, headline, headline_kind)

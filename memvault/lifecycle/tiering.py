@@ -195,6 +195,7 @@ class TieringResult:
             "by_edge": plan.edges(),
             "digests": dict(self.digests),
             "rejected_replies": self.digest_stats.rejected,
+            "rejected_digests": dict(sorted(self.digest_stats.rejected_by.items())),
             "judge_failures": self.digest_stats.failed,
             "kept_by_use": plan.kept_by_use,
             "written": self.written,

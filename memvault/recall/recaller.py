@@ -24,7 +24,7 @@ from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
 from memvault.recall.intent import classify_intent
 from memvault.recall.log import gap_hint, new_recall_id, write_recall
-from memvault.recall.result import Fact, RecallHit, RecallResult
+from memvault.recall.result import CITES, Fact, RecallHit, RecallResult
 from memvault.store import Store
 
 #: Candidates taken from the index per result asked, re-ranked with current feedback.
@@ -33,11 +33,14 @@ CANDIDATES_PER_RESULT = 4
 FEEDBACK_WEIGHT = 0.03
 #: Seconds a recall trusts its index before asking the store what changed.
 REFRESH_SECONDS = 1.0
+#: How far below the memories it cites (or, citing none of the candidates, below every memory
+#: found) an insight's score is capped.
+INSIGHT_MARGIN = 1e-3
 #: Current facts returned about the named entities, at most.
 MAX_FACTS = 10
 
 BLOCKS_SQL = """
-SELECT id, text, tier, digest_kind, session_id, created_at, feedback_score
+SELECT id, text, tier, digest_kind, kind, tags, session_id, created_at, feedback_score
 FROM blocks WHERE id = ANY(:ids) AND status = 'active'
 """
 
@@ -173,6 +176,8 @@ class Recaller:
                 text=row["text"],
                 tier=row["tier"],
                 digest_kind=row["digest_kind"],
+                kind=row["kind"],
+                cites=cited_blocks(row),
                 score=round(
                     score
                     + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3))
@@ -185,6 +190,7 @@ class Recaller:
             for bid, score in candidates
             if (row := rows.get(bid)) is not None
         ]
+        hits = rank_insights_below_sources(hits)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         return hits[:limit], "hybrid" if vector is not None else "keywords"
 
@@ -234,6 +240,8 @@ class Recaller:
                     text=row["text"],
                     tier=row["tier"],
                     digest_kind=row["digest_kind"],
+                    kind=row["kind"],
+                    cites=cited_blocks(row),
                     score=float(score_list[k]) if k < len(score_list) else 0.0,
                     session_id=row["session_id"],
                     created_at=row["created_at"],
@@ -258,6 +266,35 @@ class Recaller:
         if record:
             write_recall(store, result, session_id, now)
         return result
+
+
+def cited_blocks(row: dict[str, Any]) -> list[str]:
+    """The source blocks an insight cites (its ``cites:`` tags); empty for a memory."""
+    if row.get("kind") != "insight":
+        return []
+    try:
+        tags = json.loads(row.get("tags") or "[]")
+    except json.JSONDecodeError:
+        return []
+    return [t[len(CITES) :] for t in tags if isinstance(t, str) and t.startswith(CITES)]
+
+
+def rank_insights_below_sources(hits: list[RecallHit]) -> list[RecallHit]:
+    """An insight never outranks the memories it rests on: its score is capped just below the
+    lowest-scoring memory among the candidates that it cites, or, when it cites none of them,
+    just below the lowest-scoring memory found (nothing to compare it with is no reason to
+    trust it more)."""
+    memories = {h.block_id: h.score for h in hits if h.kind != "insight"}
+    if not memories:
+        return hits
+    out = []
+    for hit in hits:
+        if hit.kind == "insight":
+            cited = [memories[b] for b in hit.cites if b in memories]
+            cap = min(cited or memories.values()) - INSIGHT_MARGIN
+            hit = hit.model_copy(update={"score": round(min(hit.score, cap), 6)})
+        out.append(hit)
+    return out
 
 
 def _states_any(text: str, objects: tuple[str, ...]) -> bool:

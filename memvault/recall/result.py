@@ -2,7 +2,9 @@
 
 Each hit carries the block's ``tier`` and ``digest_kind``: a cold block's text
 is a digest and a frozen one's a headline, so the caller knows it reads less
-than the original (the full text stays in the audit log).
+than the original (the full text stays in the audit log). A hit of ``kind`` ``insight``
+is something the dream read into the memories it ``cites``, not a memory itself: it is
+marked so wherever it is shown and never ranks above the memories it cites.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+#: The tag prefix under which an insight block keeps each block id it cites.
+CITES = "cites:"
+
 
 class RecallHit(BaseModel):
     block_id: str
     text: str
     tier: str
     digest_kind: str | None = None
+    kind: str | None = None  # the block's kind; 'insight' for what the dream wrote
+    cites: list[str] = Field(default_factory=list)  # an insight's source blocks
     score: float
     session_id: str | None = None
     created_at: dt.datetime | None = None

@@ -60,3 +60,33 @@ def test_feedback_on_an_unknown_recall_or_verdict_is_one_line_and_exit_1(url: st
     rid = json.loads(out)["recall_id"]
     code, _, err = _cli("feedback", rid, "meh", "--store", url)
     assert code == 1 and "unknown verdict 'meh'" in err
+
+
+def test_an_insight_is_labelled_as_one_in_the_table_and_the_json(url: str) -> None:
+    from memvault.dream.reflect import StatisticsSnapshot, reflect, source_blocks
+    from memvault.judge import ScriptedJudge
+
+    text = "Quill depends on the billing service and on Redis."
+    with memvault.open(url) as store:
+        snapshot = StatisticsSnapshot(
+            new_since_last_dream={"blocks": 1},
+            totals={},
+            active_triples=0,
+            superseded_by_predicate={},
+            central_entities=[],
+            communities=[],
+            recall_failures=[],
+            open_reviews=0,
+            sources=source_blocks(store, ["ent_quill"]),
+        )
+        insight = {"text": text, "entities": [], "confidence": 1.0, "source_ids": ["b_quill_deps"]}
+        judge = ScriptedJudge({"reflect": [{"insights": [insight], "gaps": []}]})
+        assert reflect(store, judge, snapshot, "dream-cli-0001").insights_written == 1
+    code, out, err = _cli("recall", text, "--store", url)
+    assert code == 0, err
+    assert "insight: Quill depends" in out and "(cites b_quill_deps)" in out
+    code, out, err = _cli("recall", text, "--store", url, "--json")
+    results = json.loads(out)["results"]
+    kinds = [(r["block_id"], r["kind"]) for r in results]
+    assert kinds[0] == ("b_quill_deps", "memory"), kinds  # the memory first, then the insight
+    assert [r["cites"] for r in results if r["kind"] == "insight"] == [["b_quill_deps"]]

@@ -33,7 +33,11 @@ def _judge() -> ScriptedJudge:
         {
             "tier_digest": lambda request: {
                 "digests": [
-                    {"id": b.id, "summary": f"Digest of {b.id}.", "headline": f"About {b.id}"}
+                    {
+                        "id": b.id,
+                        "summary": "Sam walked through the billing service migration.",
+                        "headline": "The billing service migration",
+                    }
                     for b in request.blocks
                 ]
             }

@@ -1,0 +1,267 @@
+"""Does a text written by an LLM say only what its sources say?
+
+An LLM that summarizes a memory (a tier digest) or reads meaning into several (a dream
+insight) may invent a name, change a number or obey an instruction hidden in the data.
+Whatever it writes replaces or joins the owner's memory, so it is checked against the text
+it was given before it is stored:
+
+* every **name** (a capitalized word that is not a common word, or a word with a capital
+  inside it such as ``EvilCorp``) must appear in the sources, compared case-folded without
+  punctuation or a possessive ``'s``;
+* every **number or date part** (``2024-03-05`` counts as 2024, 3 and 5; ``1,200`` as 1200)
+  must appear in the sources as a number (a month name or a number word up to twenty
+  standing for its number);
+* it must hold no **instruction-like text** (:data:`INSTRUCTION_PATTERNS`): the marks of a
+  prompt injection, which no summary of a person's memory needs.
+
+The check is deliberately simple and errs on the side of refusing: a refused text is
+replaced by something extractive (a digest) or dropped (an insight), and counted.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from memvault.extract import STOPWORDS
+
+#: Why a text was refused (the order is the order of the checks).
+INSTRUCTIONS = "instructions"
+UNSUPPORTED_NAMES = "unsupported_names"
+UNSUPPORTED_NUMBERS = "unsupported_numbers"
+REASONS: tuple[str, ...] = (INSTRUCTIONS, UNSUPPORTED_NAMES, UNSUPPORTED_NUMBERS)
+
+#: Capitalized words a summary or an insight may open a sentence with although its sources
+#: do not hold them (besides :data:`memvault.extract.STOPWORDS`): they name no one.
+COMMON_WORDS: frozenset[str] = frozenset(
+    [
+        "user",
+        "owner",
+        "person",
+        "agent",
+        "they",
+        "he",
+        "she",
+        "conversation",
+        "session",
+        "discussion",
+        "discussed",
+        "notes",
+        "asked",
+        "explained",
+        "mentioned",
+        "decided",
+        "plans",
+        "planned",
+        "planning",
+        "working",
+        "uses",
+        "using",
+        "prefers",
+        "preferred",
+        "likes",
+        "wants",
+        "needs",
+        "said",
+        "says",
+        "memory",
+        "memories",
+        "recent",
+        "recently",
+    ]
+)
+
+#: The marks of text that talks to a model instead of about the owner's memory. Kept small
+#: on purpose: each one is a phrase no faithful summary or insight has reason to contain.
+INSTRUCTION_PATTERNS: tuple[str, ...] = (
+    r"\b(?:ignore|forget|override)\b[^.!?\n]{0,40}\b(?:instructions?|prompts?|rules|context)\b",
+    r"\bdisregard\b",
+    r"\bsystem\s+prompt\b",
+    r"\bnew\s+instructions?\b",
+    r"\byou\s+(?:must|should|will)\s+now\b",
+    r"\byou\s+must\b",
+    r"\bjailbreak\b",
+    r"(?:^|\n|[.!?]\s*)\s*(?:system|assistant|user|developer)\s*:",
+    r"<\s*/?\s*(?:system|assistant|user|memvault-data)\s*>",
+    r"\[/?INST\]|<\|im_(?:start|end)\|>",
+)
+_INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in INSTRUCTION_PATTERNS), re.IGNORECASE)
+
+_WORD = re.compile(r"[^\W\d_][\w'’.-]*[\w]|[^\W\d_]", re.UNICODE)
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_MONTHS = {
+    m: str(k)
+    for k, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for m in names
+}
+
+
+#: Number words the sources may spell out where a digest writes digits ("ten" → 10).
+_NUMBER_WORDS = {
+    w: str(k)
+    for k, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000"}
+
+
+def _fold(word: str) -> str:
+    """A word compared: NFKC, case-folded, without possessive or edge punctuation."""
+    folded = unicodedata.normalize("NFKC", word).casefold().replace("’", "'")
+    folded = re.sub(r"'s$", "", folded)
+    return folded.strip(".'-")
+
+
+def _parts(number: str) -> list[str]:
+    """A number token as the integers it is made of (leading zeros dropped)."""
+    return [p.lstrip("0") or "0" for p in re.split(r"[.,:/-]", number) if p]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What the sources say: their words and number parts, folded."""
+
+    words: frozenset[str]
+    numbers: frozenset[str]
+
+    @classmethod
+    def of(cls, sources: Iterable[str]) -> Vocabulary:
+        words: set[str] = set()
+        numbers: set[str] = set()
+        for text in sources:
+            text = unicodedata.normalize("NFKC", text or "")
+            for match in _WORD.finditer(text):
+                folded = _fold(match.group())
+                words.add(folded)
+                words.update(p for p in re.split(r"[.'-]", folded) if p)
+                if folded in _MONTHS:
+                    numbers.add(_MONTHS[folded])
+                if folded in _NUMBER_WORDS:
+                    numbers.add(_NUMBER_WORDS[folded])
+            for match in _NUMBER.finditer(_THOUSANDS.sub("", text)):
+                numbers.update(_parts(match.group()))
+        return cls(frozenset(words), frozenset(numbers))
+
+
+def _common(folded: str) -> bool:
+    return len(folded) < 2 or folded in STOPWORDS or folded in COMMON_WORDS
+
+
+def names(text: str) -> list[str]:
+    """The words of ``text`` that name something: every capitalized word (a sentence's first
+    too) that is not a common word (:data:`COMMON_WORDS`, stop words)."""
+    out: list[str] = []
+    for match in _WORD.finditer(unicodedata.normalize("NFKC", text)):
+        word = match.group()
+        if not word[0].isupper() and not any(c.isupper() for c in word[1:]):
+            continue
+        if _common(_fold(word)):
+            continue
+        out.append(word)
+    return out
+
+
+def numbers(text: str) -> list[str]:
+    """The number tokens of ``text`` (dates and times included), as written."""
+    return _NUMBER.findall(_THOUSANDS.sub("", unicodedata.normalize("NFKC", text)))
+
+
+def instructions(text: str) -> list[str]:
+    """The instruction-like phrases in ``text`` (empty for a text that only tells)."""
+    return [m.group().strip() for m in _INSTRUCTION.finditer(text)]
+
+
+@dataclass(frozen=True)
+class Support:
+    """The verdict on one text: what it says that its sources do not."""
+
+    instructions: list[str] = field(default_factory=list)
+    unsupported_names: list[str] = field(default_factory=list)
+    unsupported_numbers: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str | None:
+        """The first failed check (:data:`REASONS`), or None when the text is supported."""
+        if self.instructions:
+            return INSTRUCTIONS
+        if self.unsupported_names:
+            return UNSUPPORTED_NAMES
+        if self.unsupported_numbers:
+            return UNSUPPORTED_NUMBERS
+        return None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def _name_supported(word: str, vocabulary: Vocabulary) -> bool:
+    folded = _fold(word)
+    if folded in vocabulary.words:
+        return True
+    pieces = [p for p in re.split(r"[.'-]", folded) if p]
+    return bool(pieces) and all(p in vocabulary.words or _common(p) for p in pieces)
+
+
+def check(
+    text: str, sources: Iterable[str] | Vocabulary, *, names_too: Iterable[str] = ()
+) -> Support:
+    """What ``text`` says that ``sources`` do not. ``names_too``: more names the text claims
+    (an insight's entity list), checked like the names in the text."""
+    vocabulary = sources if isinstance(sources, Vocabulary) else Vocabulary.of(sources)
+    claimed = names(text) + [
+        w
+        for n in names_too
+        for w in _WORD.findall(unicodedata.normalize("NFKC", n))
+        if not _common(_fold(w))
+    ]
+    missing_names = [w for w in claimed if not _name_supported(w, vocabulary)]
+    missing_numbers = [
+        n for n in numbers(text) if not all(p in vocabulary.numbers for p in _parts(n))
+    ]
+    return Support(
+        instructions=instructions(text),
+        unsupported_names=list(dict.fromkeys(missing_names)),
+        unsupported_numbers=list(dict.fromkeys(missing_numbers)),
+    )
