@@ -13,10 +13,12 @@ import dagster as dg
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.digest import DIGEST_REFUSALS
+from memvault.lifecycle.originals import FINDABILITY_SAMPLE, FINDABILITY_TOP, findability
 from memvault.lifecycle.tiering import digest_violations, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
-from resources import JudgeResource, StoreResource, TieringResource
+from memvault.recall import Recaller
+from resources import EmbedderResource, JudgeResource, StoreResource, TieringResource
 
 GROUP = "lifecycle"
 
@@ -58,8 +60,10 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
     "blocks per call; without one they are extractive and labelled so. A digest may only say what "
     "the original says (its names and numbers, no instruction-like text): one that does not is "
     "rejected for the extractive digest and counted by reason. A block that comes back "
-    "into use is promoted without a call and keeps its digest. Audited: undoing the run "
-    "restores the full text. A re-run with nothing new writes nothing and asks nothing.",
+    "into use is promoted without a call and keeps its digest. Tiers decide what is shown, "
+    "never what can be found: the full text is kept beside its digest and recall searches it. "
+    "Audited: undoing the run restores the full text. A re-run with nothing new writes "
+    "nothing and asks nothing.",
 )
 def tiering(
     store: StoreResource, llm: JudgeResource, tiers: TieringResource
@@ -94,6 +98,7 @@ def tiering(
             "judge_failures": summary["judge_failures"],
             "kept_by_use": summary["kept_by_use"],
             "rows_written": summary["written"],
+            "originals_kept": summary["originals_kept"],
             **judge_metadata(judge, before),
             "duration_s": summary["duration_s"],
         }
@@ -117,6 +122,36 @@ def digests_keep_the_original(store: StoreResource) -> dg.AssetCheckResult:
             "blocks_with_a_digest": int(digested),
             "violations": broken.height,
             "sample": md_table(broken.head(20).to_dicts()),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=tiering,
+    pool=STORE_POOL,
+    description=f"Demoted blocks stay findable: for up to {FINDABILITY_SAMPLE} blocks the last "
+    "tiering run demoted (a fixed spread), a query of the three rarest words of each block's "
+    f"original text (as the audit log holds it) finds the block in recall's top "
+    f"{FINDABILITY_TOP}, and every digested block among them has its original kept for search. "
+    "Searches without recording a recall: the check writes nothing.",
+)
+def demoted_blocks_stay_findable(
+    store: StoreResource, embedder: EmbedderResource
+) -> dg.AssetCheckResult:
+    with store.open() as opened:
+        last = opened.last_run("tiering")
+        report = findability(opened, last["id"] if last else None, Recaller(embedder.build()))
+    return dg.AssetCheckResult(
+        passed=report.passed,
+        metadata={
+            "tiering_run_id": report.run_id or "no tiering run yet",
+            "demoted": report.demoted,
+            "sampled": report.sampled,
+            "found": report.found,
+            "not_found": len(report.lost),
+            "originals_missing": len(report.missing_originals),
+            "sample_not_found": md_table(report.lost[:20]),
+            "sample_originals_missing": ", ".join(report.missing_originals[:20]) or "none",
         },
     )
 

@@ -207,6 +207,17 @@ def numbers(text: str) -> list[str]:
     return _NUMBER.findall(_THOUSANDS.sub("", unicodedata.normalize("NFKC", text)))
 
 
+def key_terms(text: str) -> frozenset[str]:
+    """What a faithful digest of ``text`` keeps: its names (folded, as :func:`names` finds them)
+    and its number and date parts (``#`` and the integer, a month name counting as its number).
+    The reverse of :func:`check`: coverage of the original, not support by it."""
+    found = {_fold(w) for w in names(text)}
+    out = {w for w in found if w not in _MONTHS}
+    out.update(f"#{_MONTHS[w]}" for w in found if w in _MONTHS)
+    out.update(f"#{p}" for n in numbers(text) for p in _parts(n))
+    return frozenset(out)
+
+
 def instructions(text: str) -> list[str]:
     """The instruction-like phrases in ``text`` (empty for a text that only tells)."""
     return [m.group().strip() for m in _INSTRUCTION.finditer(text)]

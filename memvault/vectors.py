@@ -3,6 +3,9 @@
 A vector is stale when its model differs from the configured one or the text
 changed since (``text_hash`` = md5 of the text, computed by the database), so
 a model change or a rewrite means re-embedding, never silently mixed vectors.
+A block's vector is made from the text recall searches it by: its original text
+once tiering made the text a digest (the digest is shown, the original is found),
+so tiering re-embeds nothing.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import polars as pl
 from memvault.embed.base import Embedder
 from memvault.normalize import utcnow
 from memvault.paths import sql_text
+from memvault.recall.text import SEARCH_TEXTS_SQL
 from memvault.store import Store
 
-#: What is embedded: target kind → (table, text expression).
+#: What is embedded: target kind → (table or derived table with id and status, text column).
 TARGETS: dict[str, tuple[str, str]] = {
-    "block": ("blocks", "text"),
+    "block": (SEARCH_TEXTS_SQL, "text"),
     "entity": ("entities", "name"),
 }
 

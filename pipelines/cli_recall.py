@@ -1,7 +1,9 @@
-"""``memvault recall | feedback``: the read path from the command line.
+"""``memvault recall | feedback | show``: the read path from the command line.
 
 ``recall`` answers a query from the store (or from the prefetch cache), records
-it, and prints the recall id that ``feedback`` takes. Each command is its own
+it, and prints the recall id that ``feedback`` takes; ``show BLOCK`` prints one
+block as recall shows it, ``--original`` the full text a cold or frozen block's
+digest stands in for. Each command is its own
 process, so ``recall`` builds the search index first (seconds on a large store);
 an agent that recalls often keeps a process and calls ``memvault.recall``.
 """
@@ -64,11 +66,19 @@ def recall(
     table = Table("rank", "score", "tier", "text", "block id")
     for rank, hit in enumerate(result.results, 1):
         tier = hit.tier if not hit.digest_kind else f"{hit.tier} ({hit.digest_kind} digest)"
+        if hit.original_archived:
+            tier += ", original archived"
         text = escape(_snippet(hit.text))
         if hit.kind == "insight":  # the dream's reading of the memories it cites, not a memory
             text = f"[magenta]insight:[/] {text} [dim](cites {escape(', '.join(hit.cites))})[/]"
         table.add_row(str(rank), f"{hit.score:.3f}", tier, text, hit.block_id)
     out.print(table if result.results else "no memory matches this query")
+    if any(h.original_archived for h in result.results):
+        out.print(
+            "a digest stands in for a cold or frozen block (found by its original text): "
+            "memvault show BLOCK --original prints the original",
+            highlight=False,
+        )
     for fact in result.facts:
         who = result.entity_names.get(fact.subject_id, fact.subject_id)
         out.print(
@@ -113,3 +123,39 @@ def feedback(
     else:
         out.print(f"recorded verdict {escape(report.verdict)} on {escape(recall_id)}", highlight=False)  # fmt: skip
     out.print(f"undo it with: memvault undo {report.run_id}", highlight=False)
+
+
+@app.command("show")
+@handles_errors
+def show_block(
+    block_id: Annotated[str, typer.Argument(help="The block id (`memvault recall` lists them)")],
+    original: Annotated[
+        bool,
+        typer.Option(
+            "--original",
+            help="Print the full text a cold or frozen block's digest stands in for",
+        ),
+    ] = False,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory block as recall shows it (a digest once it is cold or frozen); with
+    --original, print the text it had before tiering."""
+    from memvault.lifecycle.originals import block_view
+
+    with opened(store) as handle:
+        view = block_view(handle, block_id)
+    if as_json:
+        emit_json(view.as_dict())
+        return
+    if original:
+        typer.echo(view.original_text)  # exactly as kept: data, not markup
+        return
+    kind = f", {view.digest_kind} digest" if view.digest_kind else ""
+    archived = "; original archived (--original prints it)" if view.original_archived else ""
+    out.print(
+        f"block [bold]{escape(view.id)}[/]  {escape(view.tier)}{escape(kind)}  "
+        f"{escape(view.status)}{archived}",
+        highlight=False,
+    )
+    out.print(escape(view.text), highlight=False, soft_wrap=True)

@@ -3,12 +3,15 @@
 Demotion to cold replaces the text with a summary of at most 400 characters; demotion to
 frozen with a one-line headline. The judge writes both (task ``tier_digest``, several
 blocks per call, the memory text fenced as data); the heuristic judge cuts an extractive
-summary from the text's first sentences, labelled ``extractive``. A digest may only say what
+summary from the text's sentences, labelled ``extractive``: the first ones, but never at the
+cost of the names, numbers and dates the original holds (the sentences that carry them are
+taken first, as far as the limit allows). A digest may only say what
 the original says: a reply that is empty, too long, names a name or a number the original
 does not hold, or carries instruction-like text (:mod:`memvault.grounded_text`) is rejected
 and replaced by the extractive digest, counted by reason. Text that already fits
-is its own digest and costs no call. The full text survives only in the audit log's
-before-image: undoing the tiering run brings it back.
+is its own digest and costs no call. The full text is kept beside the digest, for search
+and for ``memvault show BLOCK --original`` (:mod:`memvault.lifecycle.originals`), and in
+the audit log's before-image: undoing the tiering run brings it back.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import JudgeError
-from memvault.grounded_text import REASONS, Vocabulary, check
+from memvault.grounded_text import REASONS, Vocabulary, check, key_terms
 from memvault.judge.base import Judge, ask_each
 from memvault.judge.tasks import JudgeTask
 
@@ -32,6 +35,8 @@ HEADLINE_MAX_CHARS = 120
 BLOCKS_PER_CALL = 8
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: A speaker's label opening a turn ("Melanie: Thanks, Caroline!").
+_LABEL = re.compile(r"^([^\W\d_][\w'’.-]*):\s+")
 
 
 #: Why a digest the judge wrote was refused (the tiering asset reports each).
@@ -83,25 +88,73 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:-") + "…"
 
 
-def extractive_summary(text: str, limit: int = DIGEST_MAX_CHARS) -> str:
-    """The text's first sentences, as many as fit in ``limit`` characters (whitespace folded)."""
+def _sentence_terms(sentences: list[str]) -> list[frozenset[str]]:
+    """The names, numbers and dates (:func:`memvault.grounded_text.key_terms`) of each sentence.
+    A capitalized word that opens a sentence (or follows a speaker's ``Name:`` label) is a
+    name only when the text capitalizes it elsewhere too; a speaker's label is a name."""
+    openers: list[str] = []
+    bodies: list[frozenset[str]] = []
+    for sentence in sentences:
+        label = _LABEL.match(sentence)
+        rest = sentence[label.end() :] if label else sentence
+        first, _, tail = rest.partition(" ")
+        openers.append(first)
+        bodies.append(key_terms(f"{label.group(1) if label else ''} {tail}"))
+    named = frozenset().union(*bodies)
+    return [
+        body | {t for t in key_terms(first) if t.startswith("#") or t in named}
+        for first, body in zip(openers, bodies, strict=True)
+    ]
+
+
+def _extract(text: str, limit: int) -> str:
+    """An extractive digest of at most ``limit`` characters (whitespace folded): the first
+    sentence, then the sentences that carry the most names, numbers and dates it lacks, then
+    the following sentences as far as they fit, in the order of the text."""
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
-    out = ""
-    for sentence in _SENTENCE_END.split(flat):
-        candidate = f"{out} {sentence}".strip()
-        if len(candidate) > limit:
+    sentences = [s for s in _SENTENCE_END.split(flat) if s]
+    terms = _sentence_terms(sentences)
+    chosen: list[int] = []
+    covered: set[str] = set()
+
+    def fits(i: int) -> bool:
+        return sum(len(sentences[j]) + 1 for j in chosen) + len(sentences[i]) <= limit
+
+    def take(i: int) -> None:
+        chosen.append(i)
+        covered.update(terms[i])
+
+    if fits(0):
+        take(0)
+    while True:
+        gains = [(len(terms[i] - covered), -i) for i in range(len(sentences)) if i not in chosen and fits(i)]  # fmt: skip
+        gain, at = max(gains, default=(0, 0))
+        if gain == 0:
             break
-        out = candidate
-    return out or _clip(flat, limit)
+        take(-at)
+    for i in range(len(sentences)):
+        if i in chosen:
+            continue
+        if not fits(i):
+            break
+        take(i)
+    if not chosen:
+        return _clip(flat, limit)
+    return " ".join(sentences[i] for i in sorted(chosen))
+
+
+def extractive_summary(text: str, limit: int = DIGEST_MAX_CHARS) -> str:
+    """The text's sentences that fit in ``limit`` characters: the first ones, but the ones
+    that carry the names, numbers and dates the first lack before the rest."""
+    return _extract(text, limit)
 
 
 def extractive_headline(text: str, limit: int = HEADLINE_MAX_CHARS) -> str:
-    """The first sentence of the text on one line, cut to ``limit`` characters."""
-    flat = " ".join(text.split())
-    first = _SENTENCE_END.split(flat, maxsplit=1)[0] if flat else ""
-    return _clip(first, limit)
+    """One line of at most ``limit`` characters: the first sentence, and the sentences that
+    carry the names, numbers and dates it lacks where they fit (else the first sentence, cut)."""
+    return _extract(text, limit)
 
 
 def heuristic_digest(request: DigestRequest) -> DigestReply:

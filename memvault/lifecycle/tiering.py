@@ -8,9 +8,12 @@ blocks stay hot.
 Hot and warm keep the full text. Demotion to cold replaces the text with a digest of at
 most 400 characters (``summary`` holds it too), demotion to frozen with a one-line headline
 (:mod:`memvault.lifecycle.digest`). Digests are one-way: a promotion changes the tier only,
-and a block demoted again keeps the digest it has. Every change is audited in phase
-``tiering`` in batches, so ``memvault undo RUN_ID`` brings the full text back. The plan is
-computed from the data alone, so a re-run right after plans nothing and asks nothing.
+and a block demoted again keeps the digest it has. Tiers decide what is shown, never what
+can be found: the full text a digest replaces goes to ``block_originals`` in the same
+transaction (the first original wins), and recall searches it (:mod:`memvault.lifecycle.originals`).
+Every change is audited in phase ``tiering`` in batches, so ``memvault undo RUN_ID`` brings
+the full text back (and drops the originals the run kept). The plan is computed from the data
+alone, so a re-run right after plans nothing and asks nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from memvault.lifecycle.digest import (
     DigestStats,
     digest_blocks,
 )
+from memvault.lifecycle.originals import originals_frame
 from memvault.lifecycle.weights import block_weights, effective_age_days
 from memvault.normalize import utcnow
 from memvault.store import Store
@@ -178,6 +182,7 @@ class TieringResult:
     run_id: str | None = None
     dry_run: bool = False
     written: int = 0
+    originals: int = 0  # full texts kept for search beside their new digest
     digests: Counter[str] = field(default_factory=Counter)
     digest_stats: DigestStats = field(default_factory=DigestStats)
     duration_s: float = 0.0
@@ -199,14 +204,16 @@ class TieringResult:
             "judge_failures": self.digest_stats.failed,
             "kept_by_use": plan.kept_by_use,
             "written": self.written,
+            "originals_kept": self.originals,
             "duration_s": round(self.duration_s, 3),
         }
 
 
 def _digest_updates(
     store: Store, rows: pl.DataFrame, judge: Judge, config: TierConfig, result: TieringResult
-) -> pl.DataFrame:
-    """The new text, summary and digest_kind of the demoted rows that need a digest."""
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The new text, summary and digest_kind of the demoted rows that need a digest, and the
+    full text (id, text) of those whose text becomes a digest for the first time."""
     current = store.fetch_df(
         "SELECT id, text, summary FROM blocks WHERE id = ANY(:ids)", {"ids": rows["id"].to_list()}
     )
@@ -218,10 +225,12 @@ def _digest_updates(
         result.digest_stats,
         per_call=config.blocks_per_call,
     )
-    out = []
+    out, originals = [], []
     for row in rows.iter_rows(named=True):
         digest = digests[row["id"]]
         full_text = row["digest_kind"] is None
+        if full_text:
+            originals.append({"id": row["id"], "text": str(texts.get(row["id"]) or "")})
         if row["target"] == "frozen":
             summary = digest.summary if full_text else summaries.get(row["id"])
             text, kind = digest.headline, "headline"
@@ -234,7 +243,7 @@ def _digest_updates(
         out.append({"id": row["id"], "text": text, "summary": summary, "digest_kind": kind})
     return pl.DataFrame(
         out, schema={"id": pl.Utf8, "text": pl.Utf8, "summary": pl.Utf8, "digest_kind": pl.Utf8}
-    )
+    ), pl.DataFrame(originals, schema={"id": pl.Utf8, "text": pl.Utf8})
 
 
 def apply_tiering(
@@ -251,12 +260,23 @@ def apply_tiering(
     for start in range(0, changes.height, size):
         batch = changes.slice(start, size)
         with_digest = batch.filter(pl.col("demote") & pl.col("needs_digest"))
-        digests = (
+        digests, originals = (
             _digest_updates(store, with_digest, judge, plan.config, result)
             if with_digest.height
-            else None
+            else (None, None)
         )
         with store.mutation(run_id, PHASE) as m:
+            if originals is not None and originals.height:
+                # Before the text becomes a digest, in the same transaction: what recall
+                # searches the block by (an original kept earlier is left as it is).
+                result.originals += len(
+                    m.insert(
+                        "block_originals",
+                        originals_frame(originals, run_id, plan.now),
+                        action="keep-original",
+                        reason="the full text a digest replaces, kept for search",
+                    )
+                )
             for (edge_from, edge_to), group in batch.group_by(
                 "tier", "target", maintain_order=True
             ):

@@ -7,9 +7,11 @@ vectors, status changes. Changed and new blocks go to a small second segment
 (scored with the main segment's term statistics) and their old rows are masked;
 when that segment grows past a fifth of the main one, the index is rebuilt.
 
-A vector counts only while it was made from the block's current text (its
-``text_hash`` equals md5 of the text), so a demoted block is never found by the
-vector of its old full text. A change that moves none of ``created_at``,
+Each block is indexed by what it says, not by what its tier shows: a cold or frozen
+block by the original text its digest stands in for (``block_originals``, see
+:data:`memvault.recall.text.SEARCH_TEXTS_SQL`), keywords and vector alike. A vector
+counts only while it was made from that text (its ``text_hash`` equals md5 of it), so a
+block is never found by the vector of a text it no longer has. A change that moves none of ``created_at``,
 ``updated_at``, ``tiered_at`` or ``status`` is seen at the next rebuild.
 """
 
@@ -25,6 +27,7 @@ import polars as pl
 
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.keywords import KeywordIndex
+from memvault.recall.text import SEARCH_TEXTS_SQL
 from memvault.store import Store
 
 #: A score is this much vector similarity and this much (max-normalized) BM25 …
@@ -57,11 +60,20 @@ def fingerprint(store: Store, model: str) -> tuple[Any, ...]:
     return (b[1], b[2], b[3], b[4], b[5], e[1], e[2], n[1], n[5])
 
 
-CURRENT_VECTORS_SQL = """
-SELECT e.target_id, e.vector FROM embeddings e
-JOIN blocks b ON b.id = e.target_id AND e.text_hash = md5(b.text)
-WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' {extra}
-"""
+CURRENT_VECTORS_SQL = (
+    "SELECT e.target_id, e.vector FROM embeddings e "
+    f"JOIN {SEARCH_TEXTS_SQL} b ON b.id = e.target_id AND e.text_hash = md5(b.text) "
+    "WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' {extra}"
+)
+
+#: The active blocks with the text they are searched by.
+SEARCH_BLOCKS_SQL = f"SELECT id, text FROM {SEARCH_TEXTS_SQL} b WHERE status = 'active' ORDER BY id"
+
+#: Blocks created, edited or re-tiered since the last look, with the text they are searched by.
+CHANGED_SQL = (
+    f"SELECT b.id, s.text, b.status FROM blocks b JOIN {SEARCH_TEXTS_SQL} s ON s.id = b.id "
+    "WHERE b.created_at >= :c OR b.updated_at >= :u OR b.tiered_at >= :t"
+)
 
 _EPOCH = dt.datetime(1970, 1, 1)
 
@@ -168,7 +180,7 @@ class SearchIndex:
     def build(cls, store: Store, model: str) -> SearchIndex:
         started = time.perf_counter()
         marks = Marks(fingerprint(store, model))
-        blocks = store.fetch_df("SELECT id, text FROM blocks WHERE status = 'active' ORDER BY id")
+        blocks = store.fetch_df(SEARCH_BLOCKS_SQL)
         ids = blocks["id"].to_list() if blocks.height else []
         texts = blocks["text"] if blocks.height else pl.Series("text", [], dtype=pl.Utf8)
         keywords = KeywordIndex.build(pl.Series(ids, dtype=pl.Utf8), texts)
@@ -215,11 +227,7 @@ class SearchIndex:
         if now.values == self.marks.values:
             return self
         old = self.marks
-        changed = store.fetch_df(
-            "SELECT id, text, status FROM blocks WHERE created_at >= :c OR updated_at >= :u "
-            "OR tiered_at >= :t",
-            {"c": old.created, "u": old.updated, "t": old.tiered},
-        )
+        changed = store.fetch_df(CHANGED_SQL, {"c": old.created, "u": old.updated, "t": old.tiered})
         main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
         for bid, text, status in changed.iter_rows():
             row = main_pos.get(bid)

@@ -39,9 +39,13 @@ INSIGHT_MARGIN = 1e-3
 #: Current facts returned about the named entities, at most.
 MAX_FACTS = 10
 
+#: The rows recall shows (a digest for a cold or frozen block), and whether the original the
+#: digest stands in for is archived (``memvault show BLOCK --original`` prints it).
 BLOCKS_SQL = """
-SELECT id, text, tier, digest_kind, kind, tags, session_id, created_at, feedback_score
-FROM blocks WHERE id = ANY(:ids) AND status = 'active'
+SELECT b.id, b.text, b.tier, b.digest_kind, b.kind, b.tags, b.session_id, b.created_at,
+       b.feedback_score, (b.digest_kind IS NOT NULL AND o.id IS NOT NULL) AS original_archived
+FROM blocks b LEFT JOIN block_originals o ON o.id = b.id
+WHERE b.id = ANY(:ids) AND b.status = 'active'
 """
 
 FACTS_SQL = """
@@ -176,6 +180,7 @@ class Recaller:
                 text=row["text"],
                 tier=row["tier"],
                 digest_kind=row["digest_kind"],
+                original_archived=bool(row["original_archived"]),
                 kind=row["kind"],
                 cites=cited_blocks(row),
                 score=round(
@@ -240,6 +245,7 @@ class Recaller:
                     text=row["text"],
                     tier=row["tier"],
                     digest_kind=row["digest_kind"],
+                    original_archived=bool(row["original_archived"]),
                     kind=row["kind"],
                     cites=cited_blocks(row),
                     score=float(score_list[k]) if k < len(score_list) else 0.0,

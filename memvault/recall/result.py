@@ -2,7 +2,8 @@
 
 Each hit carries the block's ``tier`` and ``digest_kind``: a cold block's text
 is a digest and a frozen one's a headline, so the caller knows it reads less
-than the original (the full text stays in the audit log). A hit of ``kind`` ``insight``
+than the original. The block was found by its original text all the same, and
+``original_archived`` says that text is kept (``memvault show BLOCK --original``). A hit of ``kind`` ``insight``
 is something the dream read into the memories it ``cites``, not a memory itself: it is
 marked so wherever it is shown and never ranks above the memories it cites.
 """
@@ -23,6 +24,8 @@ class RecallHit(BaseModel):
     text: str
     tier: str
     digest_kind: str | None = None
+    #: The text is a digest and the original it stands in for is archived (and searched).
+    original_archived: bool = False
     kind: str | None = None  # the block's kind; 'insight' for what the dream wrote
     cites: list[str] = Field(default_factory=list)  # an insight's source blocks
     score: float

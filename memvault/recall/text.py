@@ -2,6 +2,8 @@
 
 One tokenizer serves the query and the blocks (in bulk, with polars), so a word
 counts the same on both sides. Stop words carry no evidence for keyword search.
+A block is searched by its original text, also when tiering made its text a digest
+(:data:`SEARCH_TEXTS_SQL`): tiers decide what is shown, never what can be found.
 """
 
 from __future__ import annotations
@@ -11,6 +13,16 @@ import re
 import polars as pl
 
 TOKEN_PATTERN = r"[a-z0-9]+"
+
+#: What recall searches each block by (keywords and vectors), as a derived table with columns
+#: id, status, text: the original text a digest stands in for (``block_originals``), else the
+#: block's text. An original row of a block whose full text came back (an undone tiering run
+#: of a store tiered before originals were kept) is ignored.
+SEARCH_TEXTS_SQL = (
+    "(SELECT b.id, b.status, CASE WHEN b.digest_kind IS NOT NULL AND o.text IS NOT NULL "
+    "THEN o.text ELSE b.text END AS text "
+    "FROM blocks b LEFT JOIN block_originals o ON o.id = b.id)"
+)
 _TOKEN = re.compile(TOKEN_PATTERN)
 
 #: Words too common to say anything about which memory answers a query.

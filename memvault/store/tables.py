@@ -34,6 +34,7 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
 AUDITED_TABLES: tuple[str, ...] = (
     "sessions",
     "blocks",
+    "block_originals",
     "entities",
     "mentions",
     "triples",

@@ -1,5 +1,6 @@
 -- Which active items of one kind have no vector of this model, or one made from an older text?
--- {table} and {column} are filled in by memvault.vectors (never user input).
+-- {table} (a table, or a derived table with id and status) and {column} are filled in by
+-- memvault.vectors (never user input).
 SELECT t.id, t.{column} AS text, md5(t.{column}) AS text_hash
 FROM {table} t
 LEFT JOIN embeddings e

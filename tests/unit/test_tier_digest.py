@@ -34,7 +34,12 @@ def test_extractive_summary_keeps_whole_sentences_within_the_limit() -> None:
 
 def test_extractive_headline_is_one_short_line() -> None:
     headline = extractive_headline("First line of it.\nSecond line. " + LONG)
-    assert headline == "First line of it."
+    # The first sentences, and the one naming the day (the first two name none), in one line.
+    assert headline == "First line of it. Second line. " + SENTENCE.strip()
+    assert "\n" not in headline and len(headline) <= HEADLINE_MAX_CHARS
+    assert extractive_headline("First line of it.\nSecond line. Third, and last.") == (
+        "First line of it. Second line. Third, and last."
+    )
     assert len(extractive_headline("x " * 300)) <= HEADLINE_MAX_CHARS
 
 

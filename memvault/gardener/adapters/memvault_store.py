@@ -412,9 +412,12 @@ class MemvaultGardenStore(UnsupportedMixin):
         """Vectors for memory items that have none of this model, or one of an older text
         (derived data, written like the collector's; transcript turns are not embedded here)."""
         from memvault.paths import sql_text
-        from memvault.vectors import write_vectors
+        from memvault.vectors import TARGETS, write_vectors
 
-        stale_sql = sql_text("queries/stale_embeddings.sql").format(table="blocks", column="text")
+        # The text recall searches a block by (its original once it is a digest), as the
+        # collector embeds it: otherwise the two would overwrite each other's vectors.
+        table, column = TARGETS["block"]
+        stale_sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
         kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
         todo = self.store.fetch_df(
             f"SELECT s.id, s.text, s.text_hash FROM ({stale_sql}) s JOIN blocks b ON b.id = s.id "

@@ -1,0 +1,210 @@
+"""The original text of a digested block: kept, searched, shown on request.
+
+Tiers decide what is shown, never what can be found. When tiering turns a block's text into
+a digest, the text it had goes to ``block_originals`` in the same audited transaction (so
+undoing the run removes it again); the first original wins, a later, shorter digest never
+overwrites it. Recall searches the original (:data:`memvault.recall.text.SEARCH_TEXTS_SQL`),
+shows the digest, and says the original is archived; ``memvault show BLOCK --original``
+prints it. :func:`findability` is what the ``tiering`` asset checks: blocks a run demoted
+are still found by words only their original holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from memvault.errors import MemvaultError
+from memvault.store import Store
+
+#: Each digested block's original according to the audit log: the before-image of the
+#: tiering change that first turned its full text into a digest, in a run that still stands
+#: (the same rule the migration that created ``block_originals`` filled it with).
+AUDITED_ORIGINALS_SQL = """
+SELECT a.target_id AS id, CAST(a.before_image AS JSON) ->> 'text' AS text
+FROM audit_log a
+JOIN (
+    SELECT x.target_id, min(x.id) AS first_id
+    FROM audit_log x
+    JOIN runs r ON r.id = x.run_id
+    WHERE x.target_table = 'blocks' AND x.phase = 'tiering' AND r.status <> 'undone'
+      AND x.target_id = ANY(:ids)
+      AND x.before_image IS NOT NULL AND x.after_image IS NOT NULL
+      AND CAST(x.before_image AS JSON) ->> 'digest_kind' IS NULL
+      AND CAST(x.after_image AS JSON) ->> 'digest_kind' IS NOT NULL
+    GROUP BY x.target_id
+) f ON a.id = f.first_id
+"""
+
+#: Blocks a run demoted (each once), in a deterministic spread order.
+DEMOTED_SQL = """
+SELECT DISTINCT target_id AS id, md5(target_id) AS spread FROM audit_log
+WHERE run_id = :r AND target_table = 'blocks' AND action = 'demote'
+ORDER BY spread, id
+"""
+
+#: How many of a run's demoted blocks the findability check searches for.
+FINDABILITY_SAMPLE = 50
+#: Where a demoted block must rank (at worst) for the query of its rarest original words.
+FINDABILITY_TOP = 10
+#: Rarest words of the original that make up the query.
+QUERY_WORDS = 3
+
+
+def originals_frame(rows: pl.DataFrame, run_id: str, at: dt.datetime) -> pl.DataFrame:
+    """``block_originals`` rows for ``rows`` (id, text): what tiering writes beside a digest."""
+    return pl.DataFrame(
+        {
+            "id": rows["id"],
+            "text": rows["text"],
+            "digested_at": [at] * rows.height,
+            "run_id": [run_id] * rows.height,
+        },
+        schema={
+            "id": pl.Utf8,
+            "text": pl.Utf8,
+            "digested_at": pl.Datetime("us"),
+            "run_id": pl.Utf8,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class BlockView:
+    """One block as recall shows it, and the original its digest stands in for (if any)."""
+
+    id: str
+    tier: str
+    status: str
+    digest_kind: str | None
+    text: str
+    original: str | None
+    digested_at: dt.datetime | None
+    run_id: str | None
+
+    @property
+    def original_archived(self) -> bool:
+        return self.digest_kind is not None and self.original is not None
+
+    @property
+    def original_text(self) -> str:
+        """The text the block had before tiering: the archived original of a digest, else
+        the text itself (a block that never became a digest is its own original)."""
+        return self.original if self.original_archived and self.original else self.text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tier": self.tier,
+            "status": self.status,
+            "digest_kind": self.digest_kind,
+            "text": self.text,
+            "original_archived": self.original_archived,
+            "original": self.original_text,
+            "digested_at": self.digested_at.isoformat() if self.digested_at else None,
+            "digest_run_id": self.run_id,
+        }
+
+
+def block_view(store: Store, block_id: str) -> BlockView:
+    """The block ``block_id`` with its original; :class:`MemvaultError` when there is none."""
+    rows = store.fetch_df(
+        "SELECT b.id, b.tier, b.status, b.digest_kind, b.text, o.text AS original, "
+        "o.digested_at, o.run_id FROM blocks b LEFT JOIN block_originals o ON o.id = b.id "
+        "WHERE b.id = :id",
+        {"id": block_id},
+    )
+    if rows.is_empty():
+        raise MemvaultError(f"no memory block with id {block_id!r} (recall lists block ids)")
+    row = rows.row(0, named=True)
+    return BlockView(
+        id=row["id"],
+        tier=row["tier"],
+        status=row["status"],
+        digest_kind=row["digest_kind"],
+        text=row["text"],
+        original=row["original"],
+        digested_at=row["digested_at"],
+        run_id=row["run_id"],
+    )
+
+
+@dataclass
+class Findability:
+    """What the findability check saw for one tiering run."""
+
+    run_id: str | None
+    demoted: int = 0
+    sampled: int = 0
+    found: int = 0
+    #: Digested blocks (among the sampled) whose original is not kept for search.
+    missing_originals: list[str] = field(default_factory=list)
+    #: Sampled blocks the query of their rarest original words did not find in the top 10.
+    lost: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.missing_originals and not self.lost
+
+
+def _rarest_words(text: str, idf: Any, limit: int) -> list[str]:
+    """The ``limit`` rarest search terms of ``text`` (by the index's term statistics)."""
+    from memvault.recall.text import terms
+
+    unique = sorted(set(terms(text)))
+    return sorted(unique, key=lambda t: (-idf(t), t))[:limit]
+
+
+def findability(
+    store: Store,
+    run_id: str | None,
+    recaller: Any,
+    *,
+    sample: int = FINDABILITY_SAMPLE,
+    top: int = FINDABILITY_TOP,
+) -> Findability:
+    """Are the blocks ``run_id`` demoted still found by what they said? For up to ``sample``
+    of them (a deterministic spread), a query made of the :data:`QUERY_WORDS` rarest words of
+    the original (per the audit log; the text itself for a block that kept it) must return the
+    block in the ``top`` results of ``recaller``'s search (a :class:`memvault.recall.Recaller`).
+    A digested block whose original is not kept for search fails too. Reads only: nothing is
+    recorded."""
+    report = Findability(run_id=run_id)
+    if run_id is None:
+        return report
+    demoted = store.fetch_df(DEMOTED_SQL, {"r": run_id})
+    report.demoted = demoted.height
+    ids = demoted["id"].to_list()[:sample] if demoted.height else []
+    if not ids:
+        return report
+    current = store.fetch_df(
+        "SELECT b.id, b.text, b.digest_kind, b.status, o.text AS kept FROM blocks b "
+        "LEFT JOIN block_originals o ON o.id = b.id WHERE b.id = ANY(:ids)",
+        {"ids": ids},
+    )
+    audited = store.fetch_df(AUDITED_ORIGINALS_SQL, {"ids": ids})
+    originals = dict(zip(audited["id"], audited["text"], strict=True)) if audited.height else {}
+    index = recaller.ready(store)
+    idf = index.main.keywords.stats.idf_of
+    for row in current.sort("id").iter_rows(named=True):
+        if row["status"] != "active":
+            continue  # archived since: recall does not look for it
+        report.sampled += 1
+        original = originals.get(row["id"]) or row["kept"] or row["text"]
+        if row["digest_kind"] is not None and row["kept"] is None:
+            report.missing_originals.append(row["id"])
+        words = _rarest_words(original, idf, QUERY_WORDS)
+        if not words:
+            report.found += 1  # nothing to search by: no word of it is searchable anyway
+            continue
+        query = " ".join(words)
+        hits, _ = recaller.search(store, query, [], top, index)
+        ranked = [h.block_id for h in hits]
+        if row["id"] in ranked:
+            report.found += 1
+        else:
+            report.lost.append({"block_id": row["id"], "query": query})
+    return report
