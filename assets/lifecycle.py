@@ -131,8 +131,8 @@ def digests_keep_the_original(store: StoreResource) -> dg.AssetCheckResult:
     pool=STORE_POOL,
     description=f"Demoted blocks stay findable: for up to {FINDABILITY_SAMPLE} blocks the last "
     "tiering run demoted (a fixed spread), a query of the three rarest words of each block's "
-    f"original text (as the audit log holds it) finds the block in recall's top "
-    f"{FINDABILITY_TOP}, and every digested block among them has its original kept for search. "
+    f"original text (as the audit log holds it) finds the block (or one with the very same "
+    f"text) in recall's top {FINDABILITY_TOP}, and every digested block among them has its original kept for search. "
     "Searches without recording a recall: the check writes nothing.",
 )
 def demoted_blocks_stay_findable(

@@ -66,19 +66,15 @@ def recall(
     table = Table("rank", "score", "tier", "text", "block id")
     for rank, hit in enumerate(result.results, 1):
         tier = hit.tier if not hit.digest_kind else f"{hit.tier} ({hit.digest_kind} digest)"
-        if hit.original_archived:
-            tier += ", original archived"
+        if hit.original_archived:  # found by the original, shown as its digest
+            tier += "\noriginal archived"
         text = escape(_snippet(hit.text))
         if hit.kind == "insight":  # the dream's reading of the memories it cites, not a memory
             text = f"[magenta]insight:[/] {text} [dim](cites {escape(', '.join(hit.cites))})[/]"
         table.add_row(str(rank), f"{hit.score:.3f}", tier, text, hit.block_id)
     out.print(table if result.results else "no memory matches this query")
     if any(h.original_archived for h in result.results):
-        out.print(
-            "a digest stands in for a cold or frozen block (found by its original text): "
-            "memvault show BLOCK --original prints the original",
-            highlight=False,
-        )
+        out.print("digests stand in for archived originals: memvault show BLOCK --original", highlight=False)  # fmt: skip
     for fact in result.facts:
         who = result.entity_names.get(fact.subject_id, fact.subject_id)
         out.print(

@@ -90,3 +90,41 @@ def test_an_insight_is_labelled_as_one_in_the_table_and_the_json(url: str) -> No
     kinds = [(r["block_id"], r["kind"]) for r in results]
     assert kinds[0] == ("b_quill_deps", "memory"), kinds  # the memory first, then the insight
     assert [r["cites"] for r in results if r["kind"] == "insight"] == [["b_quill_deps"]]
+
+
+def test_a_frozen_turn_shows_its_digest_and_show_original_prints_the_full_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.judge import HeuristicJudge
+    from memvault.lifecycle.tiering import run_tiering
+    from tests.old_history import add_history, questions
+
+    monkeypatch.chdir(tmp_path)
+    clear_cli_environment(monkeypatch)
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
+    url = f"duckdb://{tmp_path / 'old.duckdb'}"
+    with memvault.open(url) as store:
+        texts = add_history(store, turns=6)
+        run_tiering(store, HeuristicJudge())
+    question, answer = questions()[0]
+    code, out, err = _cli("recall", question, "--store", url, "--json")
+    assert code == 0, err
+    [hit] = [h for h in json.loads(out)["results"] if h["block_id"] == answer]
+    assert hit["original_archived"] is True and hit["text"] == "Melanie: Thanks, Caroline!"
+    code, out, err = _cli("recall", question, "--store", url)
+    assert code == 0, err
+    assert "original archived" in out and "memvault show BLOCK --original" in out
+    code, out, err = _cli("show", answer, "--original", "--store", url)
+    assert code == 0, err
+    assert out == texts[answer] + "\n"
+    code, out, err = _cli("show", answer, "--store", url)
+    assert code == 0 and "frozen, headline digest" in out and "original archived" in out
+    assert "Melanie: Thanks, Caroline!" in out and "pottery" not in out
+    code, out, _ = _cli("show", answer, "--store", url, "--json")
+    shown = json.loads(out)
+    assert shown["original"] == texts[answer] and shown["original_archived"] is True
+    code, out, err = _cli("show", "turn-nope", "--original", "--store", url)
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        "error: no memory block with id 'turn-nope' (recall lists block ids)"
+    ]

@@ -97,6 +97,7 @@ def test_checks_and_schedules() -> None:
         "garden_run_audited": "garden_report",
         "judged_changes_confirmed": "lint_confirm",
         "digests_keep_the_original": "tiering",
+        "demoted_blocks_stay_findable": "tiering",
     }
     graph = defs.resolve_asset_graph()
     blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}

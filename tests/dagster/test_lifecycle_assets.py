@@ -12,7 +12,7 @@ import memvault
 from assets import lifecycle
 from memvault.judge import ScriptedJudge
 from memvault.normalize import utcnow
-from resources import JudgeResource, StoreResource, TieringResource
+from resources import EmbedderResource, JudgeResource, StoreResource, TieringResource
 from tests.lifecycle_support import add_blocks, add_boost, add_recalls
 
 LIFECYCLE_ASSETS = [lifecycle.usage_weights, lifecycle.tiering]
@@ -47,16 +47,26 @@ def _judge() -> ScriptedJudge:
 
 def _materialize(url: str) -> dict[str, dict[str, Any]]:
     result = dg.materialize(
-        [*LIFECYCLE_ASSETS, lifecycle.digests_keep_the_original],
+        [
+            *LIFECYCLE_ASSETS,
+            lifecycle.digests_keep_the_original,
+            lifecycle.demoted_blocks_stay_findable,
+        ],
         resources={
             "store": StoreResource(url=url),
             "llm": ScriptedJudgeResource(),
             "tiers": TieringResource(hot_days=7, warm_days=30, cold_days=90),
+            "embedder": EmbedderResource(spec="hashing"),
         },
     )
     assert result.success
-    [check] = result.get_asset_check_evaluations()
-    assert check.passed and check.metadata["violations"].value == 0
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    digests, findable = checks["digests_keep_the_original"], checks["demoted_blocks_stay_findable"]
+    assert digests.passed and digests.metadata["violations"].value == 0
+    # Every block the run demoted is found by the rarest words of its original text.
+    assert findable.passed, findable.metadata
+    assert findable.metadata["found"].value == findable.metadata["sampled"].value > 0
+    assert findable.metadata["originals_missing"].value == 0
     return {
         mat.asset_key.to_user_string(): {k: v.value for k, v in mat.metadata.items()}
         for node in ("usage_weights", "tiering")

@@ -126,3 +126,28 @@ def test_a_digest_that_says_what_the_original_does_not_is_rejected_by_reason() -
         "unsupported_numbers": 1,
     }
     assert stats.rejected == 4
+
+
+def test_extractive_digests_keep_the_names_numbers_and_dates_the_first_sentence_lacks() -> None:
+    turn = (
+        "Melanie: Thanks, Caroline! The weather was grey all week and the kids were restless. "
+        "We drove to Lake Tahoe on 12 May 2023 with 3 kids and the dog."
+    )
+    headline = extractive_headline(turn)
+    assert (
+        headline
+        == "Melanie: Thanks, Caroline! We drove to Lake Tahoe on 12 May 2023 with 3 kids and the dog."
+    )
+    assert len(headline) <= HEADLINE_MAX_CHARS
+    # The first sentence first, the ones carrying what it lacks next, then the rest in order.
+    story = (
+        "Sam opened the meeting. "
+        + "Nothing much happened in the first hour of it, only coffee and small talk. " * 5
+        + "Priya moved the launch to 2024-03-05 for 1,200 customers."
+    )
+    summary = extractive_summary(story)
+    assert len(summary) <= DIGEST_MAX_CHARS
+    assert summary.startswith("Sam opened the meeting.")
+    assert summary.endswith("Priya moved the launch to 2024-03-05 for 1,200 customers.")
+    # A text whose first sentences hold every name and number stays a plain cut.
+    assert LONG.startswith(extractive_summary(LONG))
