@@ -32,7 +32,8 @@ def tier(
     as_json: JsonOpt = False,
 ) -> None:
     """Move each memory block to the tier its effective age asks for (hot, warm, cold, frozen);
-    cold and frozen blocks keep a digest instead of their text (undo the run to get it back).
+    cold and frozen blocks show a digest instead of their text, yet recall still finds them by
+    it (`memvault show BLOCK --original` prints it; undo the run to restore it).
     Thresholds: MEMVAULT_TIER_HOT_DAYS / _WARM_DAYS / _COLD_DAYS."""
     with opened(store) as handle:
         judge = make_judge(cache=StoreJudgeCache(handle))
