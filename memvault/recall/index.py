@@ -27,7 +27,7 @@ import polars as pl
 
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.keywords import KeywordIndex
-from memvault.recall.text import SEARCH_TEXTS_SQL
+from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
 
 #: A score is this much vector similarity and this much (max-normalized) BM25 …
@@ -71,7 +71,7 @@ SEARCH_BLOCKS_SQL = f"SELECT id, text FROM {SEARCH_TEXTS_SQL} b WHERE status = '
 
 #: Blocks created, edited or re-tiered since the last look, with the text they are searched by.
 CHANGED_SQL = (
-    f"SELECT b.id, s.text, b.status FROM blocks b JOIN {SEARCH_TEXTS_SQL} s ON s.id = b.id "
+    f"SELECT b.id, {SEARCH_TEXT} AS text, b.status FROM blocks b {ORIGINALS_JOIN} "
     "WHERE b.created_at >= :c OR b.updated_at >= :u OR b.tiered_at >= :t"
 )
 

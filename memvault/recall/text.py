@@ -14,15 +14,18 @@ import polars as pl
 
 TOKEN_PATTERN = r"[a-z0-9]+"
 
-#: What recall searches each block by (keywords and vectors), as a derived table with columns
-#: id, status, text: the original text a digest stands in for (``block_originals``), else the
-#: block's text. An original row of a block whose full text came back (an undone tiering run
-#: of a store tiered before originals were kept) is ignored.
-SEARCH_TEXTS_SQL = (
-    "(SELECT b.id, b.status, CASE WHEN b.digest_kind IS NOT NULL AND o.text IS NOT NULL "
-    "THEN o.text ELSE b.text END AS text "
-    "FROM blocks b LEFT JOIN block_originals o ON o.id = b.id)"
+#: What recall searches each block by (keywords and vectors): the original text a digest
+#: stands in for (``block_originals``), else the block's text; an expression over blocks ``b``
+#: joined by :data:`ORIGINALS_JOIN`, and the derived table :data:`SEARCH_TEXTS_SQL` (id,
+#: status, text). An original row of a block whose full text came back (an undone tiering
+#: run of a store tiered before originals were kept) is ignored.
+SEARCH_TEXT = (
+    "CASE WHEN b.digest_kind IS NOT NULL AND o.text IS NOT NULL THEN o.text ELSE b.text END"
 )
+#: The join :data:`SEARCH_TEXT` needs (blocks are ``b``).
+ORIGINALS_JOIN = "LEFT JOIN block_originals o ON o.id = b.id"
+SEARCH_TEXTS_SQL = f"(SELECT b.id, b.status, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN})"
+
 _TOKEN = re.compile(TOKEN_PATTERN)
 
 #: Words too common to say anything about which memory answers a query.
