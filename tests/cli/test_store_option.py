@@ -61,6 +61,7 @@ CASES: dict[str, Case] = {
     "gaps": Case(says="knowledge gaps"),
     "backfill": Case(("--from", "2026-01-05", "--to", "2026-01-05"), code=1, says=STUBBED),
     "recall": Case(("where does Ada work",), says="Ada works at Acme"),
+    "show": Case(("b1",), says="Ada works at Acme"),
     "feedback": Case(("{recall}", "correct"), says="recorded verdict"),
     "garden": Case(says="Gardening report"),
     "garden approve": Case(("--all",), says="approved 0 proposal(s)"),
