@@ -71,6 +71,8 @@ def recall(
         text = escape(_snippet(hit.text))
         if hit.kind == "insight":  # the dream's reading of the memories it cites, not a memory
             text = f"[magenta]insight:[/] {text} [dim](cites {escape(', '.join(hit.cites))})[/]"
+        if hit.superseded_since is not None:  # what it states no longer holds
+            text = f"{text} [yellow](superseded since {hit.superseded_since:%Y-%m-%d})[/]"
         table.add_row(str(rank), f"{hit.score:.3f}", tier, text, hit.block_id)
     out.print(table if result.results else "no memory matches this query")
     if any(h.original_archived for h in result.results):

@@ -79,3 +79,77 @@ def fill(store: Store, tmp_path: Path) -> None:
             ),
             action="demote",
         )
+
+
+# -- an employer that changed: the old one stated, later superseded, the new one stated ------
+
+#: When Ada joined Initech, when the lexical note was written, when she joined Tyrell Systems.
+JOINED_OLD = T0 - dt.timedelta(days=200)
+NOTED_OLD = T0 - dt.timedelta(days=120)
+JOINED_NEW = T0 - dt.timedelta(days=2)
+#: Words about work that share nothing with the question but "Ada" (so only the entity counts).
+FILLER = (
+    "Ada reviewed the quarterly budget spreadsheet with the finance team.",
+    "Ada fixed the flaky integration test in the ingest pipeline.",
+    "Ada booked the train to the offsite and forwarded the agenda.",
+)
+
+
+def employer_before(*, noise: int = 0) -> list[Record]:
+    """Ada works at Initech (the block ``b_initech`` states it, a triple linked to it), and a
+    note ``b_where`` full of the question's words says so too (no triple linked to it).
+    ``noise`` more blocks mention Ada without the question's words."""
+    out: list[Record] = [
+        SessionRecord(id="s-old", started_at=JOINED_OLD, title="first day"),
+        SessionRecord(id="s-note", started_at=NOTED_OLD, title="notes"),
+        EntityRecord(id="ent_ada", name="Ada Lovelace", entity_type="person"),
+        EntityRecord(id="ent_initech", name="Initech", entity_type="organization"),
+        EntityRecord(id="ent_tyrell", name="Tyrell Systems", entity_type="organization"),
+        BlockRecord(id="b_initech", session_id="s-old", created_at=JOINED_OLD,
+                    text="Ada Lovelace joined Initech as an analyst today."),
+        BlockRecord(id="b_where", session_id="s-note", created_at=NOTED_OLD,
+                    text="Where does Ada work? Ada works at Initech. Ada's work: where Ada "
+                         "does her work is the Initech office, where the work is."),
+        BlockRecord(id="b_lunch", session_id="s-note", created_at=NOTED_OLD,
+                    text="Lunch was ramen near the office; the queue was long."),
+        TripleRecord(id="tri_initech", subject="ent_ada", predicate="works_at", object="Initech",
+                     object_id="ent_initech", valid_at=JOINED_OLD, created_at=JOINED_OLD,
+                     source_session="s-old", source_block="b_initech"),
+    ]  # fmt: skip
+    for bid, sid, at in (("b_initech", "s-old", JOINED_OLD), ("b_where", "s-note", NOTED_OLD)):
+        out += [
+            MentionRecord(entity=e, block_id=bid, session_id=sid, mentioned_at=at)
+            for e in ("ent_ada", "ent_initech")
+        ]
+    for k in range(noise):
+        at = NOTED_OLD + dt.timedelta(days=1 + k % 90, minutes=k)
+        bid = f"b_noise_{k:03d}"
+        out += [
+            BlockRecord(id=bid, session_id="s-note", created_at=at,
+                        text=f"{FILLER[k % len(FILLER)]} (item {k})"),
+            MentionRecord(entity="ent_ada", block_id=bid, session_id="s-note", mentioned_at=at),
+        ]  # fmt: skip
+    return out
+
+
+def employer_after(*, linked: bool = True) -> list[Record]:
+    """Ada joined Tyrell Systems: the block ``b_tyrell`` says so; with ``linked`` the new
+    ``works_at`` triple names it as its source, else only its text (and mentions) state it."""
+    records: list[Record] = [
+        SessionRecord(id="s-new", started_at=JOINED_NEW, title="new job"),
+        BlockRecord(id="b_tyrell", session_id="s-new", created_at=JOINED_NEW,
+                    text="Ada Lovelace started at Tyrell Systems this week, as a staff engineer."),
+        MentionRecord(entity="ent_ada", block_id="b_tyrell", session_id="s-new", mentioned_at=JOINED_NEW),
+        MentionRecord(entity="ent_tyrell", block_id="b_tyrell", session_id="s-new", mentioned_at=JOINED_NEW),
+        TripleRecord(id="tri_tyrell", subject="ent_ada", predicate="works_at",
+                     object="Tyrell Systems", object_id="ent_tyrell", valid_at=JOINED_NEW,
+                     created_at=JOINED_NEW, source_session="s-new",
+                     source_block="b_tyrell" if linked else None),
+    ]  # fmt: skip
+    return records
+
+
+def add_records(store: Store, records: list[Record], path: Path) -> None:
+    """Ingest ``records`` (written to ``path`` first) as the collector would."""
+    write_jsonl(records, path)
+    ingest_file(store, path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,10 +89,17 @@ class Segment:
     has_vector: np.ndarray
     live: np.ndarray
     mentions: dict[str, np.ndarray]
+    _rows: dict[str, int] | None = field(default=None, repr=False)
 
     @property
     def size(self) -> int:
         return len(self.ids)
+
+    def row_of(self, block_id: str) -> int | None:
+        """The row of a block id (the map is built on first use; ids never change)."""
+        if self._rows is None:
+            self._rows = {b: i for i, b in enumerate(self.ids)}
+        return self._rows.get(block_id)
 
 
 @dataclass
@@ -273,15 +281,27 @@ class SearchIndex:
         return bool(self.main.has_vector.any() or self.delta.has_vector.any())
 
     def score(
-        self, query: str, query_vector: np.ndarray | None, entity_ids: list[str], top: int
+        self,
+        query: str,
+        query_vector: np.ndarray | None,
+        entity_ids: list[str],
+        top: int,
+        *,
+        include: Collection[str] = (),
+        include_mentioning: Collection[str] = (),
     ) -> list[tuple[str, float]]:
-        """The ``top`` best (block id, score) pairs over both segments."""
+        """The ``top`` best (block id, score) pairs over both segments, followed by the blocks
+        of ``include`` and the best ``top`` blocks mentioning an entity of
+        ``include_mentioning`` that are not among them (the blocks that state a current fact
+        the question asks for, found even when its words miss them)."""
         parts = [
             self._scores(seg, query, query_vector, entity_ids) for seg in (self.main, self.delta)
         ]
         keyword_max = max((float(k.max()) for _, k in parts if k.size), default=0.0)
         ids: list[str] = []
         scores: list[np.ndarray] = []
+        extra: list[tuple[str, float, bool]] = []  # id, score, always (an ``include`` block)
+        wanted = set(include)
         for seg, (base, kw) in zip((self.main, self.delta), parts, strict=True):
             if not seg.size:
                 continue
@@ -291,13 +311,27 @@ class SearchIndex:
             best = np.argpartition(-total, k - 1)[:k]
             ids.extend(seg.ids[i] for i in best)
             scores.append(total[best])
+            for bid in wanted:
+                if (row := seg.row_of(bid)) is not None:
+                    extra.append((bid, float(total[row]), True))
+            rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
+            if rows:
+                near = np.unique(np.concatenate(rows))
+                near = near[np.argsort(-total[near], kind="stable")[:top]]
+                extra += [(seg.ids[i], float(total[i]), False) for i in near]
         if not ids:
             return []
         flat = np.concatenate(scores)
         order = np.argsort(-flat, kind="stable")[:top]
-        return [
+        found = [
             (ids[i], float(flat[i])) for i in order if np.isfinite(flat[i]) and flat[i] >= MIN_SCORE
         ]
+        seen = {b for b, _ in found}
+        for bid, score, always in sorted(extra, key=lambda e: (-e[1], e[0])):
+            if bid not in seen and np.isfinite(score) and (always or score >= MIN_SCORE):
+                found.append((bid, score))
+                seen.add(bid)
+        return found
 
     @staticmethod
     def _scores(

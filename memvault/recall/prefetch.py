@@ -12,8 +12,11 @@ Predictions come from three places, each a weight per query signature
 
 An entity becomes a signature with the intent the owner used most with it
 (else the usual one for its type). For the strongest predictions the search
-runs now and its result ids go to ``prefetch_cache``: an entry is valid
-``ttl_hours``, and a recall with the same signature is served from it. A
+runs now and its result ids go to ``prefetch_cache``, with the state of every fact the
+ranking rests on (``facts``): an entry is valid ``ttl_hours``, and a recall with the same
+signature is served from it while none of those facts changed and no new fact of the same
+entity and predicate was recorded (else it searches afresh, as :mod:`memvault.recall.currency`
+tells). A
 prediction whose valid entry holds the same results writes nothing (so a
 re-run within the hour writes nothing); other results update the entry; after
 it expires a new entry is written, and the old one stays with its hits, so the
@@ -264,7 +267,7 @@ def refresh_prefetch(
     existing = {
         r["signature"]: r
         for r in store.fetch_df(
-            "SELECT id, signature, result_ids, created_at FROM prefetch_cache "
+            "SELECT id, signature, result_ids, facts, created_at FROM prefetch_cache "
             "WHERE expires_at > :now AND created_at <= :now ORDER BY created_at, id",
             {"now": now},
         ).iter_rows(named=True)
@@ -273,13 +276,14 @@ def refresh_prefetch(
     updates: list[dict[str, Any]] = []
     index = recaller.ready(store)
     for p in predictions:
-        hits, _ = recaller.search(store, p.query, p.entities, RESULTS_PER_ENTRY, index)
-        ids = [h.block_id for h in hits]
+        ranking = recaller.rank(store, p.query, p.entities, RESULTS_PER_ENTRY, index, p.intent)
+        ids = [h.block_id for h in ranking.hits]
         found = {
             "query": p.query,
             "source": p.source,
             "result_ids": json.dumps(ids),
-            "scores": json.dumps([round(h.score, 6) for h in hits]),
+            "scores": json.dumps([round(h.score, 6) for h in ranking.hits]),
+            "facts": json.dumps(ranking.basis),
             "run_id": run_id,
         }
         old = existing.get(p.signature)
@@ -293,9 +297,9 @@ def refresh_prefetch(
                     "hits": 0,
                 }
             )  # fmt: skip
-        elif json.loads(old["result_ids"]) == ids:
+        elif json.loads(old["result_ids"]) == ids and old["facts"] == found["facts"]:
             report.unchanged += 1
-        else:  # the same entry, with what the search finds now
+        else:  # the same entry, with what the search finds now (and the facts it rests on)
             updates.append(found | {"id": old["id"]})
     if inserts or updates:
         with store.mutation(run_id, "prefetch") as m:
@@ -307,7 +311,7 @@ def refresh_prefetch(
             if updates:
                 report.refreshed = m.update_many(
                     "prefetch_cache", pl.DataFrame(updates), action="prefetch-refresh",
-                    reason="predicted again; the search finds other blocks now",
+                    reason="predicted again; the search finds other blocks, or facts they rest on changed",
                 )  # fmt: skip
     report.seconds = time.perf_counter() - started
     return report

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,12 @@ from memvault.config import env_number
 from memvault.embed import Embedder, make_embedder
 from memvault.errors import QueryError
 from memvault.normalize import to_utc_naive, utcnow
+from memvault.recall.currency import (
+    CURRENT_FACT_WEIGHT,
+    INTENT_PREDICATES,
+    STALE_FACTOR,
+    Currency,
+)
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
 from memvault.recall.intent import classify_intent
@@ -38,6 +45,9 @@ REFRESH_SECONDS = 1.0
 INSIGHT_MARGIN = 1e-3
 #: Current facts returned about the named entities, at most.
 MAX_FACTS = 10
+#: Candidates re-ranked at least, whatever the limit: a recall asking for 5 and the prefetch
+#: keeping 10 re-rank the same candidates, so a prefetched ranking is the one a search gives.
+MIN_CANDIDATES = 40
 
 #: The rows recall shows (a digest for a cold or frozen block), and whether the original the
 #: digest stands in for is archived (``memvault show BLOCK --original`` prints it).
@@ -53,22 +63,6 @@ SELECT subject_id, predicate, object, valid_at FROM triples
 WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
 ORDER BY CASE {rank} ELSE 99 END, valid_at DESC NULLS LAST, id LIMIT :n
 """
-#: Added to the score of a block that states a current fact the query's intent asks for (the
-#: owner's employer now, not the one of last spring).
-CURRENT_FACT_WEIGHT = 0.3
-
-#: The facts that answer an intent come first (then the newest others).
-INTENT_PREDICATES: dict[str, tuple[str, ...]] = {
-    "employer_lookup": ("works_at", "has_role"),
-    "location_lookup": ("lives_in", "located_in"),
-    "project_status": ("project_status", "depends_on"),
-    "person_lookup": ("has_role", "works_at", "lives_in", "knows"),
-    "dependency_lookup": ("depends_on",),
-    "preference_lookup": ("prefers", "interested_in"),
-    "howto": ("depends_on", "uses_tool"),
-    "tool_usage": ("uses_tool",),
-    "concept_lookup": ("related_to",),
-}
 
 
 def facts_sql(intent: str | None) -> str:
@@ -79,7 +73,7 @@ def facts_sql(intent: str | None) -> str:
 
 
 PREFETCH_SQL = """
-SELECT id, result_ids, scores FROM prefetch_cache
+SELECT id, result_ids, scores, facts FROM prefetch_cache
 WHERE signature = :s AND expires_at > :now AND created_at <= :now
 ORDER BY created_at DESC, id LIMIT 1
 """
@@ -164,40 +158,95 @@ class Recaller:
         entity_ids: list[str],
         limit: int,
         index: SearchIndex | None = None,
-        current: tuple[str, ...] = (),
+        intent: str | None = None,
     ) -> tuple[list[RecallHit], str]:
-        """The best ``limit`` active blocks and the search mode (hybrid or keywords); a block
-        that states one of the ``current`` fact objects ranks higher."""
+        """The best ``limit`` active blocks and the search mode (hybrid or keywords)."""
+        ranking = self.rank(store, query, entity_ids, limit, index, intent)
+        return ranking.hits, ranking.mode
+
+    def rank(
+        self,
+        store: Store,
+        query: str,
+        entity_ids: list[str],
+        limit: int,
+        index: SearchIndex | None = None,
+        intent: str | None = None,
+    ) -> Ranking:
+        """The best ``limit`` active blocks, the search mode and the facts the ranking rests on.
+
+        A block's score is the index's, plus its owner feedback, plus ``CURRENT_FACT_WEIGHT``
+        when it states a current fact the ``intent`` asks for; a block whose facts have all
+        been superseded is multiplied by ``STALE_FACTOR`` (see :mod:`memvault.recall.currency`).
+        The blocks that state a current fact asked for are re-ranked even when the words of the
+        query miss them."""
         index = index or self.ready(store)
         vector = None
         if index.has_vectors:
             vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-        candidates = index.score(query, vector, entity_ids, limit * CANDIDATES_PER_RESULT)
+        currency = Currency.load(store, entity_ids, intent)
+        candidates = index.score(
+            query,
+            vector,
+            entity_ids,
+            max(limit, MIN_CANDIDATES // CANDIDATES_PER_RESULT) * CANDIDATES_PER_RESULT,
+            include=currency.sources_of_current,
+            include_mentioning=currency.current_objects,
+        )
         rows = blocks_by_id(store, [b for b, _ in candidates])
-        hits = [
-            RecallHit(
-                block_id=bid,
-                text=row["text"],
-                tier=row["tier"],
-                digest_kind=row["digest_kind"],
-                original_archived=bool(row["original_archived"]),
-                kind=row["kind"],
-                cites=cited_blocks(row),
-                score=round(
-                    score
-                    + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3))
-                    + CURRENT_FACT_WEIGHT * _states_any(row["text"], current),
-                    6,
-                ),
-                session_id=row["session_id"],
-                created_at=row["created_at"],
+        currency.add_blocks(store, list(rows))
+        hits = []
+        for bid, score in candidates:
+            if (row := rows.get(bid)) is None:
+                continue
+            total = (
+                score
+                + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3))
+                + CURRENT_FACT_WEIGHT * currency.states_current(bid, row["text"])
             )
-            for bid, score in candidates
-            if (row := rows.get(bid)) is not None
-        ]
+            since = currency.superseded_since(bid, row["text"])
+            if since is not None and total > 0:
+                total *= STALE_FACTOR
+            hits.append(hit_of(row, total, since))
         hits = rank_insights_below_sources(hits)
         hits.sort(key=lambda h: (-h.score, h.block_id))
-        return hits[:limit], "hybrid" if vector is not None else "keywords"
+        hits = hits[:limit]
+        return Ranking(
+            hits,
+            "hybrid" if vector is not None else "keywords",
+            currency.basis([h.block_id for h in hits]),
+        )
+
+    def prefetched(
+        self,
+        store: Store,
+        entry: tuple[Any, ...],
+        entity_ids: list[str],
+        intent: str | None,
+        limit: int,
+    ) -> list[RecallHit] | None:
+        """The hits of a prefetched entry, or None when it must not be served: it records no
+        facts (written before they were recorded), a fact it rests on changed or a new one of
+        the same entity and predicate was recorded since, or one of its blocks is gone."""
+        _, result_ids, scores, facts = entry
+        if facts is None:
+            return None
+        ids = json.loads(result_ids or "[]")
+        score_list = json.loads(scores or "[]")
+        currency = Currency.load(store, entity_ids, intent, ids)
+        if currency.basis(ids) != json.loads(facts):
+            return None
+        rows = blocks_by_id(store, ids[:limit])
+        if len(rows) < len(ids[:limit]):
+            return None
+        return [
+            hit_of(
+                rows[bid],
+                float(score_list[k]) if k < len(score_list) else 0.0,
+                currency.superseded_since(bid, rows[bid]["text"]),
+            )
+            for k, bid in enumerate(ids[:limit])
+        ]
 
     # -- recalling ----------------------------------------------------------------------------
 
@@ -235,43 +284,50 @@ class Recaller:
             index_build_ms=round(built_ms, 3),
         )
         cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now})
-        if cached:
-            prefetch_id, ids = cached[0][0], json.loads(cached[0][1] or "[]")
-            score_list = json.loads(cached[0][2] or "[]")
-            rows = blocks_by_id(store, ids[:limit])
-            result.results = [
-                RecallHit(
-                    block_id=bid,
-                    text=row["text"],
-                    tier=row["tier"],
-                    digest_kind=row["digest_kind"],
-                    original_archived=bool(row["original_archived"]),
-                    kind=row["kind"],
-                    cites=cited_blocks(row),
-                    score=float(score_list[k]) if k < len(score_list) else 0.0,
-                    session_id=row["session_id"],
-                    created_at=row["created_at"],
-                )
-                for k, bid in enumerate(ids[:limit])
-                if (row := rows.get(bid)) is not None
-            ]
+        served = self.prefetched(store, cached[0], entity_ids, intent, limit) if cached else None
+        if served is not None:
+            result.results = served
             result.served_from_prefetch = True
-            result.prefetch_id = str(prefetch_id)
+            result.prefetch_id = str(cached[0][0])
             result.search_mode = "prefetched"
-        asked = INTENT_PREDICATES.get(intent or "", ())
         if facts and entity_ids:
             frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
             result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
         if not result.served_from_prefetch:
-            current = tuple(f.object for f in result.facts if f.predicate in asked)
             result.results, result.search_mode = self.search(
-                store, query, entity_ids, limit, index, current
+                store, query, entity_ids, limit, index, intent
             )
         result.gap_hint = gap_hint(store, signature)
         result.latency_ms = (time.perf_counter() - started) * 1000
         if record:
             write_recall(store, result, session_id, now)
         return result
+
+
+@dataclass
+class Ranking:
+    """What a search found, how, and the facts its order rests on (triple id → state)."""
+
+    hits: list[RecallHit]
+    mode: str
+    basis: dict[str, str] = field(default_factory=dict)
+
+
+def hit_of(row: dict[str, Any], score: float, superseded_since: dt.datetime | None) -> RecallHit:
+    """A block's row as a hit."""
+    return RecallHit(
+        block_id=row["id"],
+        text=row["text"],
+        tier=row["tier"],
+        digest_kind=row["digest_kind"],
+        original_archived=bool(row.get("original_archived")),
+        kind=row["kind"],
+        cites=cited_blocks(row),
+        score=round(score, 6),
+        session_id=row["session_id"],
+        created_at=row["created_at"],
+        superseded_since=superseded_since,
+    )
 
 
 def cited_blocks(row: dict[str, Any]) -> list[str]:
@@ -301,11 +357,6 @@ def rank_insights_below_sources(hits: list[RecallHit]) -> list[RecallHit]:
             hit = hit.model_copy(update={"score": round(min(hit.score, cap), 6)})
         out.append(hit)
     return out
-
-
-def _states_any(text: str, objects: tuple[str, ...]) -> bool:
-    folded = text.casefold()
-    return any(o.casefold() in folded for o in objects if len(o) >= 3)
 
 
 #: One recaller per (store URL, embedder spec) in this process.

@@ -5,7 +5,9 @@ is a digest and a frozen one's a headline, so the caller knows it reads less
 than the original. The block was found by its original text all the same, and
 ``original_archived`` says that text is kept (``memvault show BLOCK --original``). A hit of ``kind`` ``insight``
 is something the dream read into the memories it ``cites``, not a memory itself: it is
-marked so wherever it is shown and never ranks above the memories it cites.
+marked so wherever it is shown and never ranks above the memories it cites. A hit whose facts
+have all been superseded since carries ``superseded_since`` and ranks below one that states
+what holds now.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ class RecallHit(BaseModel):
     score: float
     session_id: str | None = None
     created_at: dt.datetime | None = None
+    # Set when every fact the block states (that the question asks about) has been superseded:
+    # the date the last of them stopped holding. Such a block ranks below what holds now.
+    superseded_since: dt.datetime | None = None
 
 
 class GapHint(BaseModel):

@@ -128,3 +128,26 @@ def test_a_frozen_turn_shows_its_digest_and_show_original_prints_the_full_text(
     assert err.strip().splitlines() == [
         "error: no memory block with id 'turn-nope' (recall lists block ids)"
     ]
+
+
+def test_a_superseded_memory_is_marked_in_the_table_and_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.judge import ScriptedJudge
+    from memvault.temporal import apply_conflict_plan, plan_conflicts
+    from tests.recall_support import JOINED_NEW, T0, add_records, employer_after, employer_before
+
+    monkeypatch.chdir(tmp_path)
+    clear_cli_environment(monkeypatch)
+    url = f"duckdb://{tmp_path / 'employers.duckdb'}"
+    with memvault.open(url) as store:
+        add_records(store, employer_before() + employer_after(), tmp_path / "h.jsonl")
+        apply_conflict_plan(store, plan_conflicts(store, ScriptedJudge({}), now=T0), "dream-t")
+    code, out, err = _cli("recall", "where does Ada work", "--store", url, "--json")
+    assert code == 0, err
+    hits = {h["block_id"]: h for h in json.loads(out)["results"]}
+    assert hits["b_initech"]["superseded_since"] == JOINED_NEW.isoformat()
+    assert hits["b_tyrell"]["superseded_since"] is None
+    code, out, err = _cli("recall", "where does Ada work", "--store", url)
+    assert code == 0, err
+    assert f"(superseded since {JOINED_NEW:%Y-%m-%d})" in out

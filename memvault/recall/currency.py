@@ -1,0 +1,214 @@
+"""Currency: does a block state a fact that still holds, or one that was superseded since?
+
+A block is linked to the facts it states by ``triples.source_block``. For a query, the facts
+that count are those of the predicates its intent asks for (``works_at`` for an employer
+question), or every fact the block states when the query has no intent:
+
+* a block **states a current fact** when it is the source of a current fact (not expired,
+  not invalidated, active) of a named entity that the intent asks for, or, when no fact is
+  linked to it, its text holds the object of such a fact ("… joined Tyrell Systems");
+* a block is **stale** when every fact that counts it is the source of has been superseded
+  (``invalid_at`` or ``expired_at`` set, by a newer statement), or, when no fact that counts
+  is linked to it, its text holds the object of a superseded fact of a named entity the
+  intent asks for and of no current one. It is marked ``superseded_since``: the date its
+  last such fact stopped holding.
+
+Recall ranks with it (a stale block's score is multiplied by ``STALE_FACTOR``, a block that
+states a current fact gets ``CURRENT_FACT_WEIGHT`` added), and a prefetched ranking records
+the state of every fact it rests on (:meth:`Currency.basis`): when one of them changes, or a
+new fact of the same entity and predicate is recorded, the entry is not served.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.store import Store
+
+#: A stale block's score is multiplied by this (it still shows, below what holds now).
+STALE_FACTOR = 0.5
+#: Added to the score of a block that states a current fact the query's intent asks for (the
+#: owner's employer now, not the one of last spring).
+CURRENT_FACT_WEIGHT = 0.3
+#: An object shorter than this is not looked for in a block's text (too many false matches).
+MIN_OBJECT_CHARS = 3
+
+#: The predicates whose facts answer an intent, in the order they are listed.
+INTENT_PREDICATES: dict[str, tuple[str, ...]] = {
+    "employer_lookup": ("works_at", "has_role"),
+    "location_lookup": ("lives_in", "located_in"),
+    "project_status": ("project_status", "depends_on"),
+    "person_lookup": ("has_role", "works_at", "lives_in", "knows"),
+    "dependency_lookup": ("depends_on",),
+    "preference_lookup": ("prefers", "interested_in"),
+    "howto": ("depends_on", "uses_tool"),
+    "tool_usage": ("uses_tool",),
+    "concept_lookup": ("related_to",),
+}
+
+FACT_COLUMNS = "id, subject_id, predicate, object, object_id, source_block, status, invalid_at, expired_at, superseded_by"  # fmt: skip
+
+CURRENT = "current"
+
+
+#: How many merges deep a merged fact's survivor is followed.
+MAX_MERGE_HOPS = 5
+
+
+def state_of(row: dict[str, Any]) -> str:
+    """``current``, ``superseded:<ISO date>`` or the triple's status (archived, …); a merged
+    fact (a restatement folded into another) is in the state of the fact it was merged into."""
+    row = row.get("survivor") or row
+    since = row["invalid_at"] or row["expired_at"]
+    if since is not None:
+        return f"superseded:{since.isoformat()}"
+    if row["status"] == "active":
+        return CURRENT
+    return str(row["status"])
+
+
+def _since(state: str) -> dt.datetime | None:
+    if not state.startswith("superseded:"):
+        return None
+    return dt.datetime.fromisoformat(state.split(":", 1)[1])
+
+
+def _in_text(folded: str, obj: str) -> bool:
+    return len(obj) >= MIN_OBJECT_CHARS and obj.casefold() in folded
+
+
+def _follow_merges(store: Store, rows: list[dict[str, Any]]) -> None:
+    """Give each merged fact its ``survivor``: the row of the fact it was (finally) merged into."""
+    merged = [r for r in rows if r["status"] == "merged" and r["superseded_by"]]
+    known: dict[str, dict[str, Any]] = {str(r["id"]): r for r in rows}
+    for _ in range(MAX_MERGE_HOPS):
+        wanted = sorted({str(r["superseded_by"]) for r in known.values()
+                         if r["status"] == "merged" and r["superseded_by"]} - known.keys())  # fmt: skip
+        if not wanted:
+            break
+        for row in store.fetch_df(
+            f"SELECT {FACT_COLUMNS} FROM triples WHERE id = ANY(:ids)", {"ids": wanted}
+        ).to_dicts():
+            known[str(row["id"])] = row
+    for row in merged:
+        survivor, hops = row, 0
+        while (
+            survivor["status"] == "merged" and survivor["superseded_by"] and hops < MAX_MERGE_HOPS
+        ):
+            nxt = known.get(str(survivor["superseded_by"]))
+            if nxt is None:
+                break
+            survivor, hops = nxt, hops + 1
+        if survivor is not row:
+            row["survivor"] = survivor
+
+
+@dataclass
+class Currency:
+    """The facts a ranking looks at: those of the named entities the intent asks for, and
+    those the candidate blocks state."""
+
+    asked: tuple[str, ...]
+    entity_ids: list[str]
+    #: Every fact (current or not) of the named entities that the intent asks for.
+    entity_facts: list[dict[str, Any]] = field(default_factory=list)
+    #: Block id → the facts that count that it is the source of.
+    stated: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: The blocks whose stated facts were read (a block without any is in here too).
+    looked_at: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(
+        cls, store: Store, entity_ids: list[str], intent: str | None, block_ids: Sequence[str] = ()
+    ) -> Currency:
+        """The named entities' facts of the intent's predicates, and what ``block_ids`` state."""
+        cur = cls(INTENT_PREDICATES.get(intent or "", ()), list(entity_ids))
+        if cur.asked and cur.entity_ids:
+            cur.entity_facts = store.fetch_df(
+                f"SELECT {FACT_COLUMNS} FROM triples WHERE subject_id = ANY(:ents) "
+                "AND predicate = ANY(:preds) ORDER BY id",
+                {"ents": cur.entity_ids, "preds": list(cur.asked)},
+            ).to_dicts()
+            _follow_merges(store, cur.entity_facts)
+        cur.add_blocks(store, list(block_ids))
+        return cur
+
+    def add_blocks(self, store: Store, block_ids: Sequence[str]) -> None:
+        """Read the facts that count that ``block_ids`` (not read yet) are the source of."""
+        new = sorted(set(block_ids) - self.looked_at)
+        if not new:
+            return
+        self.looked_at.update(new)
+        where = "AND predicate = ANY(:preds)" if self.asked else ""
+        params: dict[str, Any] = {"blocks": new}
+        if self.asked:
+            params["preds"] = list(self.asked)
+        rows = store.fetch_df(
+            f"SELECT {FACT_COLUMNS} FROM triples WHERE source_block = ANY(:blocks) {where} "
+            "ORDER BY id",
+            params,
+        ).to_dicts()
+        _follow_merges(store, rows)
+        for row in rows:
+            self.stated.setdefault(str(row["source_block"]), []).append(row)
+
+    # -- what the named entities' facts say ---------------------------------------------------
+
+    @property
+    def current_facts(self) -> list[dict[str, Any]]:
+        """The named entities' current facts asked for (restatements merged into one too)."""
+        return [f for f in self.entity_facts if state_of(f) == CURRENT]
+
+    @property
+    def sources_of_current(self) -> list[str]:
+        """The blocks a current fact asked for was read from (searched even when the words
+        of the query miss them)."""
+        return sorted({str(f["source_block"]) for f in self.current_facts if f["source_block"]})
+
+    @property
+    def current_objects(self) -> list[str]:
+        """The entities that are objects of current facts asked for (their blocks are looked at
+        too: a block may state the fact without a linked triple)."""
+        return sorted({str(f["object_id"]) for f in self.current_facts if f["object_id"]})
+
+    # -- one block ----------------------------------------------------------------------------
+
+    def states_current(self, block_id: str, text: str) -> bool:
+        """The block is the source of a current fact asked for, or (no fact that counts linked
+        to it) its text holds the object of one."""
+        current = self.current_facts
+        if any(f["source_block"] == block_id for f in current):
+            return True
+        if self.stated.get(block_id):
+            return False
+        folded = text.casefold()
+        return any(_in_text(folded, str(f["object"])) for f in current)
+
+    def superseded_since(self, block_id: str, text: str) -> dt.datetime | None:
+        """When the last fact that counts the block states stopped holding, if all of them did
+        and it states no current one (else None)."""
+        if self.states_current(block_id, text):
+            return None
+        stated = self.stated.get(block_id)
+        if stated:
+            states = [state_of(f) for f in stated]
+        else:  # no linked fact: the named entities' superseded facts its text holds
+            folded = text.casefold()
+            states = [state_of(f) for f in self.entity_facts if _in_text(folded, str(f["object"]))]
+        dates = [_since(s) for s in states]
+        if not dates or any(d is None for d in dates):
+            return None
+        return max(d for d in dates if d is not None)
+
+    # -- what a ranking rests on --------------------------------------------------------------
+
+    def basis(self, block_ids: list[str]) -> dict[str, str]:
+        """Triple id → state of every fact the ranking of ``block_ids`` rests on: the named
+        entities' facts the intent asks for and those the blocks state."""
+        out = {str(f["id"]): state_of(f) for f in self.entity_facts}
+        for bid in block_ids:
+            out.update({str(f["id"]): state_of(f) for f in self.stated.get(bid, [])})
+        return dict(sorted(out.items()))
