@@ -13,7 +13,12 @@ import dagster as dg
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.digest import DIGEST_REFUSALS
-from memvault.lifecycle.originals import FINDABILITY_SAMPLE, FINDABILITY_TOP, findability
+from memvault.lifecycle.originals import (
+    FINDABILITY_SAMPLE,
+    FINDABILITY_TOP,
+    FINDABLE_SHARE,
+    findability,
+)
 from memvault.lifecycle.tiering import digest_violations, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
@@ -130,9 +135,11 @@ def digests_keep_the_original(store: StoreResource) -> dg.AssetCheckResult:
     asset=tiering,
     pool=STORE_POOL,
     description=f"Demoted blocks stay findable: for up to {FINDABILITY_SAMPLE} blocks the last "
-    "tiering run demoted (a fixed spread), a query of the three rarest words of each block's "
+    "tiering run demoted (a fixed spread), a query of the five rarest words of each block's "
     f"original text (as the audit log holds it) finds the block (or one with the very same "
-    f"text) in recall's top {FINDABILITY_TOP}, and every digested block among them has its original kept for search. "
+    f"text, or one tied with the last shown) in recall's top {FINDABILITY_TOP} for at least "
+    f"{FINDABLE_SHARE:.0%} of them, and every digested block among them has its original kept "
+    "for search. "
     "Searches without recording a recall: the check writes nothing.",
 )
 def demoted_blocks_stay_findable(
