@@ -13,6 +13,7 @@ threads.
 from __future__ import annotations
 
 import io
+import re
 import json
 import threading
 from collections.abc import Callable
@@ -151,12 +152,13 @@ class MemoryService:
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """``tool(**arguments)`` for a caller that names the tool (the JSON endpoint)."""
-        method: Callable[..., dict[str, Any]] | None = {
+        methods: dict[str, Callable[..., dict[str, Any]]] = {
             "recall": self.recall,
             "remember": self.remember,
             "feedback": self.feedback,
             "asof": self.asof,
-        }.get(tool)
+        }
+        method = methods.get(tool)
         if method is None:
             raise MemvaultError(f"no tool {tool!r}: recall, remember, feedback or asof")
         try:
@@ -193,5 +195,5 @@ def _refusal(exc: IngestError) -> str:
     """Ingest's first problem, in the tool's words (its argument names, no line number)."""
     message = exc.problems[0].message if exc.problems else str(exc)
     for field, argument in _FIELD_NAMES:
-        message = message.replace(f"{field}:", f"{argument}:").replace(f"'{field}'", f"'{argument}'")  # fmt: skip
+        message = re.sub(rf"\b{field}\b", argument, message)
     return f"not remembered: {message}; nothing was written"
