@@ -13,8 +13,8 @@ threads.
 from __future__ import annotations
 
 import io
-import re
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any

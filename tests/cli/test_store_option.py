@@ -62,6 +62,7 @@ CASES: dict[str, Case] = {
     "backfill": Case(("--from", "2026-01-05", "--to", "2026-01-05"), code=1, says=STUBBED),
     "recall": Case(("where does Ada work",), says="Ada works at Acme"),
     "feedback": Case(("{recall}", "correct"), says="recorded verdict"),
+    "serve": Case(says="memvault serve: index"),  # stdio: the empty input ends it at once
     "garden": Case(says="Gardening report"),
     "garden approve": Case(("--all",), says="approved 0 proposal(s)"),
     "garden proposals": Case(says="no pending garden proposals"),

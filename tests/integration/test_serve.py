@@ -107,8 +107,9 @@ async def _exercise(client: Any) -> dict[str, Any]:
     seen["tools"] = {t.name for t in tools.tools}
     found = await client.call_tool("recall", {"query": "status of Quill", "limit": 3})
     seen["recall"] = found
+    memory = "The Quill launch moved to the Zanzibar data centre."
     remembered = await client.call_tool(
-        "remember", {"text": "The Quill launch moved to the Zanzibar data centre.", "speaker": "user", "session_id": "s-mcp"}  # fmt: skip
+        "remember", {"text": memory, "speaker": "user", "session_id": "s-mcp"}
     )
     seen["remember"] = remembered
     seen["after"] = await client.call_tool("recall", {"query": "Zanzibar data centre"})
