@@ -3,23 +3,42 @@
 This package is the domain core (no Dagster import). ``memvault.open(url)``
 is the entry point of the Python API; ``memvault.attitudes.upsert(store, ...)``
 and ``memvault.skills.record_use(store, ...)`` write the preference and skill layers.
+
+The store and the layers are imported on first use, so that a light module of the
+package (``memvault.config``, ``memvault.serve.client``) loads in milliseconds: a shell's
+``memvault recall`` answered by a running ``memvault serve`` never loads them.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from memvault import attitudes, skills
-from memvault.store import Store
-
 if TYPE_CHECKING:
+    from memvault import attitudes, skills
     from memvault.recall import FeedbackReport, RecallResult
+    from memvault.store import Store
 
 __version__ = "0.1.0"
+
+_LAZY = {"attitudes": "memvault.attitudes", "skills": "memvault.skills"}
+
+
+def __getattr__(name: str) -> Any:
+    """``memvault.Store``, ``memvault.attitudes`` and ``memvault.skills``, loaded when asked for."""
+    if name == "Store":
+        from memvault.store import Store
+
+        return Store
+    if name in _LAZY:
+        return importlib.import_module(_LAZY[name])
+    raise AttributeError(f"module 'memvault' has no attribute {name!r}")
 
 
 def open(url: str, *, read_only: bool = False) -> Store:
     """Open (and create or migrate) the store at ``url``: ``duckdb:///path`` or ``postgresql://...``."""
+    from memvault.store import Store
+
     return Store.open(url, read_only=read_only)
 
 

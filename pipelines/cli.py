@@ -418,7 +418,14 @@ def ui(
 
 
 # The dream commands register themselves on `app` when imported; the gardener is a sub-app.
-from pipelines import cli_dream, cli_inbox, cli_lifecycle, cli_profile, cli_recall  # noqa: E402, F401
+from pipelines import (  # noqa: E402, F401
+    cli_dream,
+    cli_inbox,
+    cli_lifecycle,
+    cli_profile,
+    cli_recall,
+    cli_serve,
+)
 from pipelines.cli_garden import garden_app  # noqa: E402
 from pipelines.cli_layers import attitudes_app, skills_app  # noqa: E402
 from pipelines.cli_review import review_app  # noqa: E402

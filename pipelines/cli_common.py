@@ -155,8 +155,27 @@ def chosen_store(store: str | None) -> str:
 
 @contextmanager
 def opened(store: str | None) -> Iterator[Store]:
-    with memvault.open(chosen_store(store)) as handle:
+    url = chosen_store(store)
+    refuse_if_served(url)
+    with memvault.open(url) as handle:
         yield handle
+
+
+def refuse_if_served(url: str) -> None:
+    """A DuckDB file that a running ``memvault serve`` holds cannot be opened here (one
+    writer at a time): say so at once, instead of waiting out the lock."""
+    from memvault.serve import discovery
+
+    path = discovery.duckdb_path(url)
+    if path is None:
+        return
+    holder = discovery.read(url)
+    if holder is not None and holder.pid != os.getpid():
+        raise MemvaultError(
+            f"{path} is held by `memvault serve` (PID {holder.pid}, {holder.url}); a DuckDB "
+            "file has one writer at a time. `memvault recall` and `memvault feedback` go "
+            f"through the server; for this command stop it first (Ctrl-C, or kill {holder.pid})"
+        )
 
 
 def emit_json(payload: Any) -> None:

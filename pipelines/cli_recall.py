@@ -3,26 +3,30 @@
 ``recall`` answers a query from the store (or from the prefetch cache), records
 it, and prints the recall id that ``feedback`` takes; ``show BLOCK`` prints one
 block as recall shows it, ``--original`` the full text a cold or frozen block's
-digest stands in for. Each command is its own
-process, so ``recall`` builds the search index first (seconds on a large store);
-an agent that recalls often keeps a process and calls ``memvault.recall``.
+digest stands in for. Each command is its own process, so ``recall`` builds the
+search index first (seconds on a large store), unless a ``memvault serve`` holds the
+store: then recall and feedback ask that server, whose index is warm (see
+pipelines.entry for the fast path that skips loading the store at all).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from memvault.errors import MemvaultError
-from pipelines.cli_common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
-
-
-def _snippet(text: str, width: int = 100) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+from pipelines.cli_common import (
+    JsonOpt,
+    StoreOpt,
+    app,
+    chosen_store,
+    emit_json,
+    handles_errors,
+    opened,
+    out,
+)
+from pipelines.recall_view import print_feedback, print_recall
 
 
 @app.command()
@@ -39,53 +43,17 @@ def recall(
     """Recall the memories that best answer QUERY (recorded; rate it with `memvault feedback`)."""
     from memvault.recall import recall as run_recall
 
-    with opened(store) as handle:
-        result = run_recall(handle, query, limit=limit, session_id=session)
+    url = chosen_store(store)
+    arguments = {"query": query, "limit": limit, "session_id": session}
+    shown = served(url, "recall", arguments)
+    if shown is None:
+        with opened(url) as handle:
+            shown = run_recall(handle, query, limit=limit, session_id=session).as_dict()
+        shown["served_by"] = "process"
     if as_json:
-        emit_json(result.as_dict())
-        return
-    names = ", ".join(result.entity_names.get(e, e) for e in result.entities) or "-"
-    source = (
-        "served from prefetch"
-        if result.served_from_prefetch
-        else f"searched ({result.search_mode})"
-    )
-    out.print(
-        f"recall [bold]{escape(result.recall_id)}[/]  intent {escape(result.intent or '-')}  "
-        f"entities {escape(names)}  {source}  {result.latency_ms:.0f} ms"
-        + (f" (index built in {result.index_build_ms:.0f} ms)" if result.index_build_ms else ""),
-        highlight=False,
-    )
-    if result.search_mode == "keywords":
-        out.print(
-            "[yellow]note:[/] the store has no vectors of the configured embedder; searched by "
-            "keywords only (run `memvault collect` to embed)"
-        )
-    if result.gap_hint is not None:
-        out.print(f"[red]gap:[/] {escape(result.gap_hint.message)}", highlight=False)
-    table = Table("rank", "score", "tier", "text", "block id")
-    for rank, hit in enumerate(result.results, 1):
-        tier = hit.tier if not hit.digest_kind else f"{hit.tier} ({hit.digest_kind} digest)"
-        if hit.original_archived:  # found by the original, shown as its digest
-            tier += "\noriginal archived"
-        text = escape(_snippet(hit.text))
-        if hit.kind == "insight":  # the dream's reading of the memories it cites, not a memory
-            text = f"[magenta]insight:[/] {text} [dim](cites {escape(', '.join(hit.cites))})[/]"
-        if hit.superseded_since is not None:  # what it states no longer holds
-            text = f"{text} [yellow](superseded since {hit.superseded_since:%Y-%m-%d})[/]"
-        table.add_row(str(rank), f"{hit.score:.3f}", tier, text, hit.block_id)
-    out.print(table if result.results else "no memory matches this query")
-    if any(h.original_archived for h in result.results):
-        out.print("digests stand in for archived originals: memvault show BLOCK --original", highlight=False)  # fmt: skip
-    for fact in result.facts:
-        who = result.entity_names.get(fact.subject_id, fact.subject_id)
-        out.print(
-            f"  fact: {escape(who)} {escape(fact.predicate)} {escape(fact.object)}", highlight=False
-        )
-    out.print(
-        f"rate it: memvault feedback {result.recall_id} correct|incorrect|ambiguous|+|-",
-        highlight=False,
-    )
+        emit_json(shown)
+    else:
+        print_recall(out, shown)
 
 
 @app.command()
@@ -108,19 +76,16 @@ def feedback(
     """Tell memvault whether a recall was right (verdict) or which blocks helped (+/-)."""
     from memvault.recall import feedback as give_feedback
 
-    with opened(store) as handle:
-        report = give_feedback(handle, recall_id, verdict, block_id=block, note=note)
+    url = chosen_store(store)
+    arguments = {"recall_id": recall_id, "verdict": verdict, "block_id": block, "note": note}
+    report = served(url, "feedback", arguments)
+    if report is None:
+        with opened(url) as handle:
+            report = give_feedback(handle, recall_id, verdict, block_id=block, note=note).as_dict()
     if as_json:
-        emit_json(report.as_dict())
-        return
-    if report.feedback_scores:
-        scores = ", ".join(f"{b} → {s:+g}" for b, s in report.feedback_scores.items())
-        out.print(f"recorded {verdict} on {recall_id}: feedback score {escape(scores)}", highlight=False)  # fmt: skip
-    elif not report.feedback_ids:
+        emit_json(report)
+    elif not print_feedback(out, report, verdict):
         raise MemvaultError("nothing was recorded")
-    else:
-        out.print(f"recorded verdict {escape(report.verdict)} on {escape(recall_id)}", highlight=False)  # fmt: skip
-    out.print(f"undo it with: memvault undo {report.run_id}", highlight=False)
 
 
 @app.command("show")
@@ -157,3 +122,17 @@ def show_block(
         highlight=False,
     )
     out.print(escape(view.text), highlight=False, soft_wrap=True)
+
+
+def served(store_url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer of a running ``memvault serve`` that holds the store (None: none runs, or
+    it did not answer; do it here). Its refusal is this command's error."""
+    from memvault.serve.client import ServerRefused, ask
+
+    try:
+        answer = ask(store_url, tool, arguments)
+    except ServerRefused as exc:
+        raise MemvaultError(str(exc)) from None
+    if answer is not None:
+        answer["served_by"] = "server"
+    return answer

@@ -20,12 +20,9 @@ caching. A refused request writes nothing.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import jinja2
 from fastapi import FastAPI, Form, HTTPException
@@ -35,6 +32,7 @@ from starlette.requests import Request
 
 import memvault
 from memvault.errors import MemvaultError
+from memvault.http_guard import Guard
 from memvault.review import ReviewPolicy, calibrate, decide, list_items
 from memvault.review.evidence import evidence, when
 
@@ -46,8 +44,6 @@ TEMPLATES = Jinja2Templates(
         autoescape=True,
     )
 )
-#: Names that reach this machine only: with one of them bound, all of them are accepted.
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 #: Headers on every response: no framing by other sites, nothing cached, nothing loaded.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
@@ -57,45 +53,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-
-
-@dataclass(frozen=True)
-class Guard:
-    """Who may use the page: the host names and port it was started on, and the token."""
-
-    hosts: frozenset[tuple[str, int]]
-    token: str
-
-    @classmethod
-    def bound_to(cls, host: str, port: int, token: str | None = None) -> Guard:
-        """The loopback names when a loopback (or every) interface is bound, and the host
-        given; a fresh random token unless one is given (tests)."""
-        names = {host.strip("[]").lower()}
-        if names & LOOPBACK or names & {"0.0.0.0", "::", ""}:
-            names |= LOOPBACK
-        return cls(frozenset((n, port) for n in names), token or secrets.token_urlsafe(32))
-
-    def _known(self, netloc: str, default_port: int) -> bool:
-        try:
-            parts = urlsplit(f"//{netloc}")
-            port = parts.port or default_port
-        except ValueError:
-            return False
-        return (parts.hostname or "", port) in self.hosts
-
-    def host_ok(self, host: str | None) -> bool:
-        """The ``Host`` header names this server (not a name rebound to 127.0.0.1)."""
-        return bool(host) and self._known(str(host), 80)
-
-    def origin_ok(self, origin: str | None) -> bool:
-        """No ``Origin`` (curl, the CLI's own requests) or this server's own origin."""
-        if origin is None:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme == "http" and self._known(parts.netloc, 80)
-
-    def token_ok(self, token: str | None) -> bool:
-        return token is not None and secrets.compare_digest(token.encode(), self.token.encode())
 
 
 def create_app(
@@ -119,7 +76,7 @@ def create_app(
     ) -> Response:
         if not guard.host_ok(request.headers.get("host")):
             reply: Response = PlainTextResponse(
-                "refused: this page answers only as " + _names(guard), status_code=403
+                "refused: this page answers only as " + guard.names(), status_code=403
             )
         elif not guard.origin_ok(request.headers.get("origin")):
             reply = PlainTextResponse("refused: a request from another site", status_code=403)
@@ -166,10 +123,6 @@ def create_app(
         return RedirectResponse(f"/?done={made.item_id}: {made.applied}", status_code=303)
 
     return app
-
-
-def _names(guard: Guard) -> str:
-    return ", ".join(sorted(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in guard.hosts))
 
 
 def serve(store_url: str, host: str, port: int) -> None:

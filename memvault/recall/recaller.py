@@ -127,6 +127,10 @@ class Recaller:
     def model(self) -> str:
         return self.embedder.model_name
 
+    def mark_stale(self) -> None:
+        """Ask the store what changed before the next recall (this process just wrote to it)."""
+        self._checked = float("-inf")
+
     def ready(self, store: Store) -> SearchIndex:
         """The index, built on first use and brought up to date with the store."""
         if self.index is None:

@@ -63,6 +63,7 @@ CASES: dict[str, Case] = {
     "recall": Case(("where does Ada work",), says="Ada works at Acme"),
     "show": Case(("b1",), says="Ada works at Acme"),
     "feedback": Case(("{recall}", "correct"), says="recorded verdict"),
+    "serve": Case(says="memvault serve: index"),  # stdio: the empty input ends it at once
     "garden": Case(says="Gardening report"),
     "garden approve": Case(("--all",), says="approved 0 proposal(s)"),
     "garden proposals": Case(says="no pending garden proposals"),
