@@ -24,16 +24,10 @@ import numpy as np
 import polars as pl
 
 from memvault.recall.entities import EntityMatcher
+from memvault.recall.fusion import Signals, fuse
 from memvault.recall.keywords import KeywordIndex
 from memvault.store import Store
 
-#: A score is this much vector similarity and this much (max-normalized) BM25 …
-VECTOR_WEIGHT = 0.55
-KEYWORD_WEIGHT = 0.45
-#: … plus this for a block that mentions an entity the query names.
-ENTITY_BOOST = 0.25
-#: Candidates scoring below this are noise (a stray vector similarity, no shared word).
-MIN_SCORE = 0.1
 #: The second segment is folded into a rebuild past this share of the main one.
 REBUILD_SHARE = 0.2
 
@@ -267,39 +261,32 @@ class SearchIndex:
     def score(
         self, query: str, query_vector: np.ndarray | None, entity_ids: list[str], top: int
     ) -> list[tuple[str, float]]:
-        """The ``top`` best (block id, score) pairs over both segments."""
-        parts = [
-            self._scores(seg, query, query_vector, entity_ids) for seg in (self.main, self.delta)
-        ]
-        keyword_max = max((float(k.max()) for _, k in parts if k.size), default=0.0)
-        ids: list[str] = []
-        scores: list[np.ndarray] = []
-        for seg, (base, kw) in zip((self.main, self.delta), parts, strict=True):
-            if not seg.size:
-                continue
-            total = base + (KEYWORD_WEIGHT * kw / keyword_max if keyword_max > 0 else 0.0)
-            total = np.where(seg.live, total, -np.inf)
-            k = min(top, seg.size)
-            best = np.argpartition(-total, k - 1)[:k]
-            ids.extend(seg.ids[i] for i in best)
-            scores.append(total[best])
-        if not ids:
+        """The ``top`` best (block id, score) pairs over both segments (see
+        :mod:`memvault.recall.fusion` for how the signals make one score)."""
+        segs = [seg for seg in (self.main, self.delta) if seg.size]
+        if not segs:
             return []
-        flat = np.concatenate(scores)
-        order = np.argsort(-flat, kind="stable")[:top]
-        return [
-            (ids[i], float(flat[i])) for i in order if np.isfinite(flat[i]) and flat[i] >= MIN_SCORE
-        ]
+        parts = [self._signals(seg, query, query_vector, entity_ids) for seg in segs]
+        signals = Signals(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+        total = np.where(np.concatenate([seg.live for seg in segs]), fuse(signals), -np.inf)
+        ids = [i for seg in segs for i in seg.ids]
+        k = min(top, len(ids))
+        best = np.argpartition(-total, k - 1)[:k]
+        best = best[np.argsort(-total[best], kind="stable")]
+        return [(ids[i], float(total[i])) for i in best if np.isfinite(total[i])]
 
     @staticmethod
-    def _scores(
+    def _signals(
         seg: Segment, query: str, query_vector: np.ndarray | None, entity_ids: list[str]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        base = np.zeros(seg.size, dtype=np.float64)
-        if query_vector is not None and seg.vectors is not None and seg.size:
-            base += VECTOR_WEIGHT * np.clip(seg.vectors @ query_vector, 0.0, None)
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(cosine, BM25, query entities mentioned, has a vector) of every block of ``seg``."""
+        dense = np.zeros(seg.size, dtype=np.float64)
+        if query_vector is not None and seg.vectors is not None:
+            dense = (seg.vectors @ query_vector).astype(np.float64)
+        entity = np.zeros(seg.size, dtype=np.float64)
         for eid in entity_ids:
             rows = seg.mentions.get(eid)
             if rows is not None:
-                base[rows] += ENTITY_BOOST
-        return base, seg.keywords.score(query) if seg.size else np.zeros(0)
+                entity[rows] += 1
+        has = seg.has_vector if query_vector is not None else np.zeros(seg.size, dtype=bool)
+        return dense, seg.keywords.score(query), entity, has

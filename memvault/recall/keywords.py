@@ -121,6 +121,17 @@ class KeywordIndex:
         matrix = sparse.csc_matrix((weights, (r, c)), shape=(len(docs), max(len(columns), 1)))
         return cls(stats, None, matrix, columns)
 
+    def ceiling(self, query: str) -> float:
+        """The most a document can score for ``query``: the sum of its words' idf (Lucene's
+        term-frequency part stays below 1). A score over this is the share of the query's
+        evidence a document holds, comparable across queries, unlike a score over the best."""
+        terms = set(tokenize([query])[0])
+        df = np.asarray(
+            [self.stats.df[self.stats.vocab[t]] if t in self.stats.vocab else 0.0 for t in terms],
+            dtype=np.float64,
+        )
+        return float(self.stats.idf(df).sum()) if terms else 0.0
+
     def score(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (zeros when no term matches)."""
         terms = sorted(set(tokenize([query])[0]))
