@@ -43,7 +43,7 @@ def tokenize(texts: list[str]) -> list[list[str]]:
         show_progress=False,
         allow_empty=False,
     )
-    return [[t for t in doc if t] for doc in out]  # type: ignore[union-attr]
+    return [[t for t in doc if t] for doc in out]
 
 
 @dataclass
