@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from memvault.recall.dates import with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse
 from memvault.recall.keywords import KeywordIndex
@@ -162,9 +163,14 @@ class SearchIndex:
     def build(cls, store: Store, model: str) -> SearchIndex:
         started = time.perf_counter()
         marks = Marks(fingerprint(store, model))
-        blocks = store.fetch_df("SELECT id, text FROM blocks WHERE status = 'active' ORDER BY id")
+        blocks = store.fetch_df(
+            "SELECT id, text, created_at FROM blocks WHERE status = 'active' ORDER BY id"
+        )
         ids = blocks["id"].to_list() if blocks.height else []
-        texts = blocks["text"] if blocks.height else pl.Series("text", [], dtype=pl.Utf8)
+        texts = pl.Series(
+            "text", [with_dates(t, c) for t, c in blocks.select("text", "created_at").iter_rows()],
+            dtype=pl.Utf8,
+        )  # fmt: skip
         keywords = KeywordIndex.build(pl.Series(ids, dtype=pl.Utf8), texts)
         vectors, has = _matrix(
             store.fetch_df(CURRENT_VECTORS_SQL.format(extra=""), {"m": model}), ids
@@ -210,17 +216,18 @@ class SearchIndex:
             return self
         old = self.marks
         changed = store.fetch_df(
-            "SELECT id, text, status FROM blocks WHERE created_at >= :c OR updated_at >= :u "
+            "SELECT id, text, status, created_at FROM blocks "
+            "WHERE created_at >= :c OR updated_at >= :u "
             "OR tiered_at >= :t",
             {"c": old.created, "u": old.updated, "t": old.tiered},
         )
         main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
-        for bid, text, status in changed.iter_rows():
+        for bid, text, status, written in changed.iter_rows():
             row = main_pos.get(bid)
             if row is not None:
                 self.main.live[row] = False
             if status == "active":
-                self.delta_texts[bid] = text
+                self.delta_texts[bid] = with_dates(text, written)
             else:
                 self.delta_texts.pop(bid, None)
         expected = int(self.main.live.sum()) + len(self.delta_texts)
