@@ -52,8 +52,8 @@ def resolve(text: str, said: dt.date) -> list[str]:
             period = m["period"].lower()
             if period in ("week", "weekend"):
                 monday = said - dt.timedelta(days=said.weekday() + 7)
-                days = range(5, 7) if period == "weekend" else range(7)
-                out.extend(_day(monday + dt.timedelta(days=k)) for k in days)
+                span = range(5, 7) if period == "weekend" else range(7)
+                out.extend(_day(monday + dt.timedelta(days=k)) for k in span)
             elif period == "month":
                 last = said.replace(day=1) - dt.timedelta(days=1)
                 out.append(f"{last:%B} {last.year}")
