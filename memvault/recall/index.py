@@ -27,6 +27,7 @@ from memvault.recall.dates import with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse
 from memvault.recall.keywords import KeywordIndex
+from memvault.recall.speakers import speaker_mentions
 from memvault.store import Store
 
 #: The second segment is folded into a rebuild past this share of the main one.
@@ -175,15 +176,16 @@ class SearchIndex:
         vectors, has = _matrix(
             store.fetch_df(CURRENT_VECTORS_SQL.format(extra=""), {"m": model}), ids
         )
-        main = Segment(
-            ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), _mentions(store, ids)
-        )
+        matcher = EntityMatcher.load(store)
+        said = blocks["text"].to_list() if blocks.height else []
+        mentions = speaker_mentions(_mentions(store, ids), said, matcher)
+        main = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
         index = cls(
             model=model,
             main=main,
             delta=cls._segment(store, model, {}, keywords),
             delta_texts={},
-            matcher=EntityMatcher.load(store),
+            matcher=matcher,
             marks=marks,
             built_seconds=time.perf_counter() - started,
         )
@@ -255,6 +257,9 @@ class SearchIndex:
         self.delta = self._segment(store, self.model, self.delta_texts, self.main.keywords)
         if now.entities != old.entities or now.values[8] != old.values[8]:
             self.matcher = EntityMatcher.load(store)
+        self.delta.mentions = speaker_mentions(
+            self.delta.mentions, [self.delta_texts[i] for i in self.delta.ids], self.matcher
+        )
         self.marks = now
         self.refreshes += 1
         return self
