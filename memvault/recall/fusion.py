@@ -28,8 +28,8 @@ Z_SCALE = 4.0
 #: spread of MiniLM cosines; about one common word's BM25 weight).
 DENSE_SPREAD = 0.1
 KEYWORD_SPREAD = 1.0
-#: Bonus per query entity a block mentions.
-ENTITY_BONUS = 0.05
+#: Bonus per query entity a block mentions (or, for a person, says: see speakers.py).
+ENTITY_BONUS = 0.15
 #: A block needs a keyword match, or a cosine at least this, to be a candidate at all.
 MIN_COSINE = 0.1
 
