@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from memvault.recall.context import questions_answered, with_replies
 from memvault.recall.dates import with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse
@@ -72,6 +73,8 @@ class Segment:
     has_vector: np.ndarray
     live: np.ndarray
     mentions: dict[str, np.ndarray]
+    #: Per block, the row of the question it replies to (-1: none; main segment only).
+    asked: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -180,6 +183,7 @@ class SearchIndex:
         said = blocks["text"].to_list() if blocks.height else []
         mentions = speaker_mentions(_mentions(store, ids), said, matcher)
         main = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
+        main.asked = questions_answered(store, ids)
         index = cls(
             model=model,
             main=main,
@@ -280,7 +284,12 @@ class SearchIndex:
             return []
         parts = [self._signals(seg, query, query_vector, entity_ids) for seg in segs]
         signals = Signals(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
-        total = np.where(np.concatenate([seg.live for seg in segs]), fuse(signals), -np.inf)
+        live = np.concatenate([seg.live for seg in segs])
+        asked = np.concatenate(
+            [seg.asked if seg.asked is not None else np.full(seg.size, -1) for seg in segs]
+        )
+        total = np.where(live, fuse(signals), -np.inf)
+        total = np.where(live, with_replies(total, asked), -np.inf)
         ids = [i for seg in segs for i in seg.ids]
         k = min(top, len(ids))
         best = np.argpartition(-total, k - 1)[:k]

@@ -119,3 +119,17 @@ def test_relative_dates_resolve_against_the_time_said(text: str, expected: str) 
 
     assert expected in with_dates(text, SAID)
     assert "May 2023" in with_dates("Nothing dated here.", SAID)
+
+
+def test_the_reply_to_a_question_rises_with_it(store: Store, tmp_path: Path) -> None:
+    _fill(store, tmp_path, {
+        "b_bird": "Sam: A rescued bird visited my garden.",
+        "b_minute": "Sam: Give me a minute, I have to go.",
+        **FILLER,
+        "b_asked": "Melanie: What did you name the kitten you rescued?",
+        "b_reply": "Sam: Noodle, because of her fur color.",
+        "b_later": "Melanie: Cute! See you on Sunday.",
+    })  # fmt: skip
+    embed_missing(store, HashingEmbedder(), kinds=("block",))
+    got = Recaller(HashingEmbedder()).recall(store, "What name did Sam give the rescued kitten?", record=False)  # fmt: skip
+    assert {h.block_id for h in got.results[:2]} == {"b_asked", "b_reply"}

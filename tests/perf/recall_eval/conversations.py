@@ -225,13 +225,16 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
     dates = [start + dt.timedelta(days=sum(rng.randint(5, 30) for _ in range(i))) for i in range(sessions)]  # fmt: skip
     conv = Conversation(f"c{k:02d}", (a, b), dates)
     plan: list[list[tuple[str, str]]] = [[] for _ in range(sessions)]
+    follows: list[list[bool]] = [[] for _ in range(sessions)]
     # what goes into each session: a list of (speaker, text) lines, planted in order
 
     def plant(session: int, lines: list[tuple[str, str]]) -> list[tuple[int, int]]:
+        """Lines said one after the other (no chit-chat between them)."""
         refs = []
-        for speaker, text in lines:
+        for k, (speaker, text) in enumerate(lines):
             plan[session].append((speaker, text))
             refs.append((session, len(plan[session]) - 1))
+            follows[session].append(k > 0)
         return refs
 
     questions: list[tuple[str, str, list[tuple[int, int]]]] = []
@@ -298,8 +301,8 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
         lines = plan[sess]
         out: list[tuple[str, str]] = []
         where: list[int] = []
-        for line in lines:
-            for _ in range(rng.randint(1, 3)):
+        for line, follow in zip(lines, follows[sess], strict=True):
+            for _ in range(0 if follow else rng.randint(1, 3)):
                 out.append((rng.choice((a, b)), rng.choice(FILLER)))
             where.append(len(out))
             out.append(line)
