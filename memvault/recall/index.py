@@ -26,18 +26,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from memvault.recall.context import questions_answered, with_replies
+from memvault.recall.dates import with_dates
 from memvault.recall.entities import EntityMatcher
+from memvault.recall.fusion import Signals, fuse
 from memvault.recall.keywords import KeywordIndex
 from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
+from memvault.recall.speakers import speaker_mentions
 from memvault.store import Store
 
-#: A score is this much vector similarity and this much (max-normalized) BM25 …
-VECTOR_WEIGHT = 0.55
-KEYWORD_WEIGHT = 0.45
-#: … plus this for a block that mentions an entity the query names.
-ENTITY_BOOST = 0.25
-#: Candidates scoring below this are noise (a stray vector similarity, no shared word).
-MIN_SCORE = 0.1
 #: The second segment is folded into a rebuild past this share of the main one.
 REBUILD_SHARE = 0.2
 
@@ -68,11 +65,13 @@ CURRENT_VECTORS_SQL = (
 )
 
 #: The active blocks with the text they are searched by.
-SEARCH_BLOCKS_SQL = f"SELECT id, text FROM {SEARCH_TEXTS_SQL} b WHERE status = 'active' ORDER BY id"
+SEARCH_BLOCKS_SQL = (
+    f"SELECT id, text, created_at FROM {SEARCH_TEXTS_SQL} b WHERE status = 'active' ORDER BY id"
+)
 
 #: Blocks created, edited or re-tiered since the last look, with the text they are searched by.
 CHANGED_SQL = (
-    f"SELECT b.id, {SEARCH_TEXT} AS text, b.status FROM blocks b {ORIGINALS_JOIN} "
+    f"SELECT b.id, {SEARCH_TEXT} AS text, b.status, b.created_at FROM blocks b {ORIGINALS_JOIN} "
     "WHERE b.created_at >= :c OR b.updated_at >= :u OR b.tiered_at >= :t"
 )
 
@@ -90,6 +89,8 @@ class Segment:
     live: np.ndarray
     mentions: dict[str, np.ndarray]
     _rows: dict[str, int] | None = field(default=None, repr=False)
+    #: Per block, the row of the question it replies to (-1: none; main segment only).
+    asked: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -190,20 +191,25 @@ class SearchIndex:
         marks = Marks(fingerprint(store, model))
         blocks = store.fetch_df(SEARCH_BLOCKS_SQL)
         ids = blocks["id"].to_list() if blocks.height else []
-        texts = blocks["text"] if blocks.height else pl.Series("text", [], dtype=pl.Utf8)
+        texts = pl.Series(
+            "text", [with_dates(t, c) for t, c in blocks.select("text", "created_at").iter_rows()],
+            dtype=pl.Utf8,
+        )  # fmt: skip
         keywords = KeywordIndex.build(pl.Series(ids, dtype=pl.Utf8), texts)
         vectors, has = _matrix(
             store.fetch_df(CURRENT_VECTORS_SQL.format(extra=""), {"m": model}), ids
         )
-        main = Segment(
-            ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), _mentions(store, ids)
-        )
+        matcher = EntityMatcher.load(store)
+        said = blocks["text"].to_list() if blocks.height else []
+        mentions = speaker_mentions(_mentions(store, ids), said, matcher)
+        main = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
+        main.asked = questions_answered(store, ids)
         index = cls(
             model=model,
             main=main,
             delta=cls._segment(store, model, {}, keywords),
             delta_texts={},
-            matcher=EntityMatcher.load(store),
+            matcher=matcher,
             marks=marks,
             built_seconds=time.perf_counter() - started,
         )
@@ -237,12 +243,12 @@ class SearchIndex:
         old = self.marks
         changed = store.fetch_df(CHANGED_SQL, {"c": old.created, "u": old.updated, "t": old.tiered})
         main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
-        for bid, text, status in changed.iter_rows():
+        for bid, text, status, written in changed.iter_rows():
             row = main_pos.get(bid)
             if row is not None:
                 self.main.live[row] = False
             if status == "active":
-                self.delta_texts[bid] = text
+                self.delta_texts[bid] = with_dates(text, written)
             else:
                 self.delta_texts.pop(bid, None)
         expected = int(self.main.live.sum()) + len(self.delta_texts)
@@ -270,6 +276,9 @@ class SearchIndex:
         self.delta = self._segment(store, self.model, self.delta_texts, self.main.keywords)
         if now.entities != old.entities or now.values[8] != old.values[8]:
             self.matcher = EntityMatcher.load(store)
+        self.delta.mentions = speaker_mentions(
+            self.delta.mentions, [self.delta_texts[i] for i in self.delta.ids], self.matcher
+        )
         self.marks = now
         self.refreshes += 1
         return self
@@ -290,58 +299,74 @@ class SearchIndex:
         include: Collection[str] = (),
         include_mentioning: Collection[str] = (),
     ) -> list[tuple[str, float]]:
-        """The ``top`` best (block id, score) pairs over both segments, followed by the blocks
-        of ``include`` and the best ``top`` blocks mentioning an entity of
+        """The ``top`` best (block id, score) pairs over both segments (see
+        :mod:`memvault.recall.fusion` for how the signals make one score), followed by the
+        blocks of ``include`` and the best ``top`` blocks mentioning an entity of
         ``include_mentioning`` that are not among them (the blocks that state a current fact
         the question asks for, found even when its words miss them)."""
-        parts = [
-            self._scores(seg, query, query_vector, entity_ids) for seg in (self.main, self.delta)
-        ]
-        keyword_max = max((float(k.max()) for _, k in parts if k.size), default=0.0)
-        ids: list[str] = []
-        scores: list[np.ndarray] = []
-        extra: list[tuple[str, float, bool]] = []  # id, score, always (an ``include`` block)
-        wanted = set(include)
-        for seg, (base, kw) in zip((self.main, self.delta), parts, strict=True):
-            if not seg.size:
-                continue
-            total = base + (KEYWORD_WEIGHT * kw / keyword_max if keyword_max > 0 else 0.0)
-            total = np.where(seg.live, total, -np.inf)
-            k = min(top, seg.size)
-            best = np.argpartition(-total, k - 1)[:k]
-            ids.extend(seg.ids[i] for i in best)
-            scores.append(total[best])
-            for bid in wanted:
-                if (row := seg.row_of(bid)) is not None:
-                    extra.append((bid, float(total[row]), True))
-            rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
-            if rows:
-                near = np.unique(np.concatenate(rows))
-                near = near[np.argsort(-total[near], kind="stable")[:top]]
-                extra += [(seg.ids[i], float(total[i]), False) for i in near]
-        if not ids:
+        segs = [seg for seg in (self.main, self.delta) if seg.size]
+        if not segs:
             return []
-        flat = np.concatenate(scores)
-        order = np.argsort(-flat, kind="stable")[:top]
-        found = [
-            (ids[i], float(flat[i])) for i in order if np.isfinite(flat[i]) and flat[i] >= MIN_SCORE
-        ]
+        parts = [self._signals(seg, query, query_vector, entity_ids) for seg in segs]
+        signals = Signals(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+        live = np.concatenate([seg.live for seg in segs])
+        asked = np.concatenate(
+            [seg.asked if seg.asked is not None else np.full(seg.size, -1) for seg in segs]
+        )
+        total = np.where(live, fuse(signals), -np.inf)
+        total = np.where(live, with_replies(total, asked), -np.inf)
+        ids = [i for seg in segs for i in seg.ids]
+        k = min(top, len(ids))
+        best = np.argpartition(-total, k - 1)[:k]
+        best = best[np.argsort(-total[best], kind="stable")]
+        found = [(ids[i], float(total[i])) for i in best if np.isfinite(total[i])]
         seen = {b for b, _ in found}
-        for bid, score, always in sorted(extra, key=lambda e: (-e[1], e[0])):
-            if bid not in seen and np.isfinite(score) and (always or score >= MIN_SCORE):
+        for bid, score in self._wanted(segs, total, live, include, include_mentioning, top):
+            if bid not in seen:
                 found.append((bid, score))
                 seen.add(bid)
         return found
 
     @staticmethod
-    def _scores(
+    def _wanted(
+        segs: list[Segment],
+        total: np.ndarray,
+        live: np.ndarray,
+        include: Collection[str],
+        include_mentioning: Collection[str],
+        top: int,
+    ) -> list[tuple[str, float]]:
+        """The live blocks of ``include`` (scored 0 when nothing else speaks for them) and the
+        best ``top`` blocks with evidence that mention an entity of ``include_mentioning``,
+        best first. ``total`` holds the scores of ``segs`` end to end."""
+        extra: list[tuple[str, float]] = []
+        offset = 0
+        for seg in segs:
+            for bid in include:
+                if (row := seg.row_of(bid)) is not None and live[offset + row]:
+                    score = float(total[offset + row])
+                    extra.append((bid, score if np.isfinite(score) else 0.0))
+            rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
+            if rows:
+                near = np.unique(np.concatenate(rows)) + offset
+                near = near[np.isfinite(total[near])]
+                near = near[np.argsort(-total[near], kind="stable")[:top]]
+                extra += [(seg.ids[i - offset], float(total[i])) for i in near]
+            offset += seg.size
+        return sorted(extra, key=lambda e: (-e[1], e[0]))
+
+    @staticmethod
+    def _signals(
         seg: Segment, query: str, query_vector: np.ndarray | None, entity_ids: list[str]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        base = np.zeros(seg.size, dtype=np.float64)
-        if query_vector is not None and seg.vectors is not None and seg.size:
-            base += VECTOR_WEIGHT * np.clip(seg.vectors @ query_vector, 0.0, None)
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(cosine, BM25, query entities mentioned, has a vector) of every block of ``seg``."""
+        dense = np.zeros(seg.size, dtype=np.float64)
+        if query_vector is not None and seg.vectors is not None:
+            dense = (seg.vectors @ query_vector).astype(np.float64)
+        entity = np.zeros(seg.size, dtype=np.float64)
         for eid in entity_ids:
             rows = seg.mentions.get(eid)
             if rows is not None:
-                base[rows] += ENTITY_BOOST
-        return base, seg.keywords.score(query) if seg.size else np.zeros(0)
+                entity[rows] += 1
+        has = seg.has_vector if query_vector is not None else np.zeros(seg.size, dtype=bool)
+        return dense, seg.keywords.score(query), entity, has

@@ -1,16 +1,12 @@
-"""Tokens for keyword search and entity matching: lower-case words and numbers.
-
-One tokenizer serves the query and the blocks (in bulk, with polars), so a word
-counts the same on both sides. Stop words carry no evidence for keyword search.
-A block is searched by its original text, also when tiering made its text a digest
+"""Tokens for entity matching: lower-case words and numbers (keyword search tokenizes with
+bm25s and a stemmer, see :mod:`memvault.recall.keywords`), and the text each block is
+searched by: its original text, also when tiering made its text a digest
 (:data:`SEARCH_TEXTS_SQL`): tiers decide what is shown, never what can be found.
 """
 
 from __future__ import annotations
 
 import re
-
-import polars as pl
 
 TOKEN_PATTERN = r"[a-z0-9]+"
 
@@ -24,7 +20,9 @@ SEARCH_TEXT = (
 )
 #: The join :data:`SEARCH_TEXT` needs (blocks are ``b``).
 ORIGINALS_JOIN = "LEFT JOIN block_originals o ON o.id = b.id"
-SEARCH_TEXTS_SQL = f"(SELECT b.id, b.status, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN})"
+SEARCH_TEXTS_SQL = (
+    f"(SELECT b.id, b.status, b.created_at, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN})"
+)
 
 _TOKEN = re.compile(TOKEN_PATTERN)
 
@@ -42,24 +40,3 @@ STOPWORDS: frozenset[str] = frozenset((
 def words(text: str) -> list[str]:
     """Every token of ``text`` in order (stop words kept: names are matched on these)."""
     return _TOKEN.findall(text.lower())
-
-
-def terms(text: str) -> list[str]:
-    """The tokens keyword search scores: stop words and one-letter tokens dropped."""
-    return [t for t in words(text) if len(t) > 1 and t not in STOPWORDS]
-
-
-def term_frame(ids: pl.Series, texts: pl.Series) -> pl.DataFrame:
-    """(doc, term, tf) for many texts at once; ``doc`` is the position in ``ids``."""
-    frame = pl.DataFrame({"doc": pl.arange(0, len(ids), eager=True, dtype=pl.Int64), "text": texts})
-    return (
-        frame.select(
-            "doc",
-            term=pl.col("text").fill_null("").str.to_lowercase().str.extract_all(TOKEN_PATTERN),
-        )
-        .explode("term")
-        .drop_nulls("term")
-        .filter((pl.col("term").str.len_chars() > 1) & ~pl.col("term").is_in(list(STOPWORDS)))
-        .group_by("doc", "term")
-        .agg(tf=pl.len())
-    )

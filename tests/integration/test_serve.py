@@ -85,6 +85,7 @@ def _mcp(target: Any, work: Callable[[Any], Awaitable[Any]], headers: dict[str, 
     """Run ``work(client)`` on an MCP client session to ``target`` (a URL or stdio params)."""
     import httpx2
     from mcp import Client
+    from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
 
     async def main() -> Any:
@@ -94,8 +95,13 @@ def _mcp(target: Any, work: Callable[[Any], Awaitable[Any]], headers: dict[str, 
                 Client(streamable_http_client(target, http_client=http), mode="legacy") as client,
             ):
                 return await work(client)
-        async with Client(target, mode="legacy", read_timeout_seconds=60) as client:
-            return await work(client)
+        # The server's stderr goes to a file: a test process's sys.stderr may have no file
+        # descriptor (pytest's capture under xdist), which the SDK's default needs.
+        with tempfile.TemporaryFile("w+") as errlog:
+            async with Client(
+                stdio_client(target, errlog=errlog), mode="legacy", read_timeout_seconds=60
+            ) as client:
+                return await work(client)
 
     return anyio.run(main)
 

@@ -1,0 +1,60 @@
+"""Answers to questions: a reply is also scored by the question it answers.
+
+In a conversation the answer is often the reply to the other speaker's question ("What did
+you name the kitten?" — "Noodle, because of her fur."): the reply shares nothing with a
+question about it, the turn before it everything. A block that follows, in the same session,
+a question (a text ending in "?") by another speaker gains a share of that question's score.
+Lifting every neighbour alike was measured and lost (docs/recall.md): it lifts the chatter
+around every match as much as the answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from memvault.recall.speakers import speaker
+from memvault.store import Store
+
+#: The share of the question's score its reply gains.
+REPLY_SHARE = 0.5
+
+ORDER_SQL = """
+SELECT id, session_id, created_at, text FROM blocks
+WHERE status = 'active' AND session_id IS NOT NULL
+"""
+
+
+def questions_answered(store: Store, ids: list[str]) -> np.ndarray:
+    """For each of ``ids``, the position (in ``ids``) of the question it replies to, or -1."""
+    out = np.full(len(ids), -1, dtype=np.int64)
+    if not ids:
+        return out
+    pos = pl.DataFrame({"id": ids, "row": np.arange(len(ids), dtype=np.int64)})
+    frame = (
+        store.fetch_df(ORDER_SQL)
+        .join(pos, on="id")
+        .sort("session_id", "created_at", "id")
+        .with_columns(
+            prev=pl.col("row").shift(1).over("session_id"),
+            prev_text=pl.col("text").shift(1).over("session_id"),
+        )
+        .filter(
+            pl.col("prev").is_not_null() & pl.col("prev_text").str.strip_chars().str.ends_with("?")
+        )
+    )
+    for row, prev, text, asked in frame.select("row", "prev", "text", "prev_text").iter_rows():
+        if speaker(asked) != speaker(text) or speaker(text) is None:
+            out[row] = prev
+    return out
+
+
+def with_replies(total: np.ndarray, asked: np.ndarray) -> np.ndarray:
+    """A reply's score: its own when positive (a reply sharing nothing with the query is no
+    evidence against it) plus ``REPLY_SHARE`` of the positive score of the question it
+    answers; other blocks keep their score."""
+    if not total.size or not (asked >= 0).any():
+        return total
+    positive = np.clip(np.where(np.isfinite(total), total, 0.0), 0.0, None)
+    lift = REPLY_SHARE * np.append(positive, 0.0)[asked]  # position -1 reads the appended 0
+    return np.where(lift > 0, positive + lift, total)

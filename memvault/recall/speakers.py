@@ -1,0 +1,74 @@
+"""Who a conversation turn is about: its speaker, not the person it greets.
+
+A block written as ``Speaker: text`` is said by that person, so for the entity boost it
+counts as a mention of the speaker (the offline extractor does not see the prefix as a
+name). A name the turn only addresses — "Hey Caroline!", "Oh Caroline, knitting!" — is the
+listener, not the subject: that mention is not counted. "What did Caroline say about
+climbing?" then favours Caroline's turns over the other speaker's greetings to her.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from memvault.recall.entities import EntityMatcher
+from memvault.recall.text import words
+
+#: "Name: " (up to three capitalized words) at the start of a block.
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
+_GREETING = r"(?:hey|hi|hello|oh|aw|wow|thanks|thank you|dear|yes|no|ok|okay|congrats|congratulations|well|good morning|good night|good evening)"  # fmt: skip
+#: A name addressed at the start of a sentence: "Hey Caroline!", "Caroline, ...", "Oh Caroline!"
+_VOCATIVE = re.compile(
+    rf"(?:^|(?<=[.!?]\s))(?:{_GREETING}[,!]?\s+)?([A-Z][\w'-]*)(?=\s*[!,?])", re.IGNORECASE
+)
+
+
+def speaker(text: str) -> str | None:
+    """The name before the colon of a ``Speaker: text`` block, if any."""
+    m = _SPEAKER.match(text)
+    return m.group(1) if m else None
+
+
+def addressed(text: str) -> list[str]:
+    """The names ``text`` (after any speaker prefix) only addresses, lower case."""
+    body = _SPEAKER.sub("", text, count=1)
+    found = [m.group(1).lower() for m in _VOCATIVE.finditer(body) if m.group(1)[:1].isupper()]
+    # a name also used in the text's body (not as an address) is still a mention
+    return [n for n in found if words(body).count(n) <= found.count(n)]
+
+
+def _person(matcher: EntityMatcher, name: str) -> str | None:
+    key = tuple(words(name))
+    eid = matcher.names.get(key)
+    if eid is None and len(key) == 1:
+        eid = matcher.first_names.get(key[0])
+    return eid
+
+
+def speaker_mentions(
+    mentions: dict[str, np.ndarray], texts: Sequence[str], matcher: EntityMatcher
+) -> dict[str, np.ndarray]:
+    """``mentions`` (entity id -> rows) with speakers added and mere addressees removed."""
+    add: dict[str, set[int]] = {}
+    drop: dict[str, set[int]] = {}
+    for row, text in enumerate(texts):
+        if not text or (":" not in text[:60] and "!" not in text and "," not in text):
+            continue
+        who = speaker(text)
+        if who and (eid := _person(matcher, who)):
+            add.setdefault(eid, set()).add(row)
+        for name in addressed(text):
+            if (eid := _person(matcher, name)) and eid != (who and _person(matcher, who)):
+                drop.setdefault(eid, set()).add(row)
+    if not add and not drop:
+        return mentions
+    out: dict[str, np.ndarray] = {}
+    for eid in mentions.keys() | add.keys():
+        rows = set(mentions.get(eid, np.zeros(0, dtype=np.int64)).tolist())
+        rows = (rows - drop.get(eid, set())) | add.get(eid, set())
+        if rows:
+            out[eid] = np.asarray(sorted(rows), dtype=np.int64)
+    return out

@@ -1,0 +1,180 @@
+"""Recall quality on the generated conversations: memvault.recall against two baselines.
+
+Each conversation goes into its own DuckDB store (one session per conversation session, one
+block per turn ``Speaker: text``, entities and mentions from the offline extractor, vectors
+of the configured MiniLM embedder). Every question is asked of
+
+* ``memvault``  the recaller (``Recaller.recall``, not recorded, limit 10);
+* ``bm25``      a library BM25 (rank-bm25 Okapi, English stop words dropped, no stemming);
+* ``dense``     cosine over the same stored vectors alone;
+
+and scored by hit@5 (a gold turn in the top 5), recall@5 / recall@10 (share of the gold
+turns found) and MRR (1 / rank of the first gold turn within the top 10).
+
+Run ``python -m tests.perf.recall_eval.evaluate [cache dir]`` to print the table; vectors
+are cached by text in the cache dir (the first run embeds ~4k texts).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
+from rank_bm25 import BM25Okapi
+
+import memvault
+from memvault.embed import Embedder, MiniLMEmbedder
+from memvault.extract import HeuristicExtractor, extract_records
+from memvault.ingest import Numbered, ingest_records
+from memvault.recall import Recaller
+from memvault.records import BlockRecord, Record, SessionRecord
+from memvault.store import Store
+from memvault.vectors import embed_missing, load_vectors
+from tests.perf.recall_eval.conversations import Conversation, conversations
+
+KINDS = ("paraphrase", "date", "speaker", "multihop", "current", "neighbour")
+SYSTEMS = ("memvault", "bm25", "dense")
+_WORD = re.compile(r"\w+")
+_STOP = frozenset(STOPWORDS_EN)
+
+
+class CachedEmbedder:
+    """The real embedder behind a by-text cache kept in one .npz file (same model name)."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner, self.path = inner, path
+        self.model_name, self.dim = inner.model_name, inner.dim
+        self.cache: dict[str, np.ndarray] = {}
+        if path.is_file():
+            data = np.load(path)
+            self.cache = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+        self.dirty = False
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.md5(text.encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}.items())  # fmt: skip
+        if todo:
+            vectors = self.inner.embed([t for _, t in todo])
+            self.cache.update({k: v for (k, _), v in zip(todo, vectors, strict=True)})
+            self.dirty = True
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            out[i] = self.cache[k]
+        return out
+
+    def save(self) -> None:
+        if self.dirty:
+            keys = sorted(self.cache)
+            np.savez(self.path, keys=np.asarray(keys), vectors=np.stack([self.cache[k] for k in keys]))  # fmt: skip
+
+
+def records_of(conv: Conversation) -> list[Record]:
+    """Sessions, one block per turn, and the extractor's entities and mentions."""
+    out: list[Record] = []
+    blocks: list[BlockRecord] = []
+    for s, day in enumerate(conv.dates):
+        out.append(SessionRecord(id=f"{conv.id}_s{s}", started_at=day, title=f"session {s + 1}"))
+    for k, turn in enumerate(conv.turns):
+        at = conv.dates[turn.session] + dt.timedelta(seconds=30 * k)
+        blocks.append(BlockRecord(id=turn.id, session_id=f"{conv.id}_s{turn.session}", text=turn.block, created_at=at, role="user"))  # fmt: skip
+    entities, mentions = extract_records(blocks, HeuristicExtractor())
+    return [*out, *blocks, *entities, *mentions]
+
+
+def build_store(conv: Conversation, folder: Path, embedder: Embedder) -> Store:
+    store = memvault.open(f"duckdb://{folder / f'{conv.id}.duckdb'}")
+    items = [Numbered(i + 1, r) for i, r in enumerate(records_of(conv))]
+    ingest_records(store, items, source=f"{conv.id}.jsonl")
+    embed_missing(store, embedder, kinds=("block",))
+    return store
+
+
+def _tokens(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def _score(ranked: list[str], gold: list[str]) -> dict[str, float]:
+    first = next((i for i, b in enumerate(ranked[:10]) if b in gold), None)
+    return {
+        "hit@5": float(any(b in gold for b in ranked[:5])),
+        "recall@5": len(set(ranked[:5]) & set(gold)) / len(gold),
+        "recall@10": len(set(ranked[:10]) & set(gold)) / len(gold),
+        "MRR": 0.0 if first is None else 1.0 / (first + 1),
+    }
+
+
+def evaluate(cache: Path, n: int = 16, seed: int = 20260) -> dict[str, dict[str, dict[str, float]]]:
+    """system -> question kind (and ``all``) -> metric -> mean."""
+    cache.mkdir(parents=True, exist_ok=True)
+    embedder = CachedEmbedder(MiniLMEmbedder(), cache / "minilm-vectors.npz")
+    scores: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
+    with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
+        for conv in conversations(n, seed):
+            store = build_store(conv, Path(tmp), embedder)
+            try:
+                recaller = Recaller(embedder)  # type: ignore[arg-type]
+                ids, matrix = load_vectors(store, "block", embedder.model_name)
+                docs = [t.id for t in conv.turns]
+                bm25 = BM25Okapi([_tokens(t.block) for t in conv.turns])
+                for q in conv.questions:
+                    got = recaller.recall(store, q.text, limit=10, record=False, facts=False)
+                    ranked = {
+                        "memvault": [h.block_id for h in got.results],
+                        "bm25": [
+                            docs[i]
+                            for i in np.argsort(-bm25.get_scores(_tokens(q.text)), kind="stable")[
+                                :10
+                            ]
+                        ],
+                        "dense": [
+                            ids[i]
+                            for i in np.argsort(
+                                -(matrix @ embedder.embed([q.text])[0]), kind="stable"
+                            )[:10]
+                        ],
+                    }
+                    for system, found in ranked.items():
+                        s = _score(found, q.gold)
+                        scores[system][q.kind].append(s)
+                        scores[system]["all"].append(s)
+            finally:
+                store.close()
+    embedder.save()
+    return {
+        system: {
+            kind: {m: float(np.mean([s[m] for s in rows])) for m in rows[0]}
+            for kind, rows in by_kind.items()
+        }
+        for system, by_kind in scores.items()
+    }
+
+
+def table(result: dict[str, dict[str, dict[str, float]]]) -> str:
+    """One row per (question kind, system): count-free means, kinds in a fixed order."""
+    lines = [f"{'type':<11} {'system':<9} {'hit@5':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}"]
+    for kind in (*KINDS, "all"):
+        for system in SYSTEMS:
+            m = result[system].get(kind)
+            if m:
+                lines.append(f"{kind:<11} {system:<9} {m['hit@5']:6.3f} {m['recall@5']:6.3f} {m['recall@10']:6.3f} {m['MRR']:6.3f}")  # fmt: skip
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "memvault-recall-eval"  # fmt: skip
+    print(table(evaluate(folder)))
+    print(f"({time.perf_counter() - started:.0f} s)")
