@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from memvault.errors import MemvaultError
 from pipelines.cli_common import (
