@@ -169,11 +169,14 @@ def _search_texts(store: Store, ids: list[str]) -> set[str]:
 
 
 def _rarest_words(text: str, idf: Any, limit: int) -> list[str]:
-    """The ``limit`` rarest search terms of ``text`` (by the index's term statistics)."""
-    from memvault.recall.text import terms
+    """The ``limit`` words of ``text`` whose search terms (stems) are rarest, by the index's
+    term statistics; stop words are no search terms and never chosen."""
+    from memvault.recall.keywords import tokenize
+    from memvault.recall.text import words
 
-    unique = sorted(set(terms(text)))
-    return sorted(unique, key=lambda t: (-idf(t), t))[:limit]
+    unique = sorted(set(words(text)))
+    rarity = {w: max(idf(t) for t in stems) for w, stems in zip(unique, tokenize(unique), strict=True) if stems}  # fmt: skip
+    return sorted(rarity, key=lambda w: (-rarity[w], w))[:limit]
 
 
 def _tied_at_the_cut(hits: list[Any], block_id: str, top: int) -> bool:

@@ -31,8 +31,8 @@ from memvault.recall.dates import with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse
 from memvault.recall.keywords import KeywordIndex
-from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.recall.speakers import speaker_mentions
+from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
 
 #: The second segment is folded into a rebuild past this share of the main one.

@@ -59,6 +59,11 @@ class TermStats:
         """Lucene's idf (always positive), the one bm25s uses for ``method="lucene"``."""
         return np.log(1 + (self.docs - df + 0.5) / (df + 0.5))
 
+    def idf_of(self, term: str) -> float:
+        """The idf of one (stemmed) term; an unknown term is as rare as can be."""
+        df = self.df[self.vocab[term]] if term in self.vocab else 0.0
+        return float(self.idf(np.asarray([df], dtype=np.float64))[0])
+
 
 @dataclass
 class KeywordIndex:
