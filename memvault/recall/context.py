@@ -14,14 +14,17 @@ import numpy as np
 import polars as pl
 
 from memvault.recall.speakers import speaker
+from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT
 from memvault.store import Store
 
 #: The share of the question's score its reply gains.
 REPLY_SHARE = 0.5
 
-ORDER_SQL = """
-SELECT id, session_id, created_at, text FROM blocks
-WHERE status = 'active' AND session_id IS NOT NULL
+#: Each active block of a session, with the text it is searched by (a tiered block's original:
+#: a digest may have lost the question mark).
+ORDER_SQL = f"""
+SELECT b.id, b.session_id, b.created_at, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN}
+WHERE b.status = 'active' AND b.session_id IS NOT NULL
 """
 
 
@@ -30,10 +33,12 @@ def questions_answered(store: Store, ids: list[str]) -> np.ndarray:
     out = np.full(len(ids), -1, dtype=np.int64)
     if not ids:
         return out
+    blocks = store.fetch_df(ORDER_SQL)
+    if not blocks.height:  # (an empty result has no column types on PostgreSQL)
+        return out
     pos = pl.DataFrame({"id": ids, "row": np.arange(len(ids), dtype=np.int64)})
     frame = (
-        store.fetch_df(ORDER_SQL)
-        .join(pos, on="id")
+        blocks.join(pos, on="id")
         .sort("session_id", "created_at", "id")
         .with_columns(
             prev=pl.col("row").shift(1).over("session_id"),

@@ -181,7 +181,8 @@ class Recaller:
 
         A block's score is the index's, plus its owner feedback, plus ``CURRENT_FACT_WEIGHT``
         when it states a current fact the ``intent`` asks for; a block whose facts have all
-        been superseded is multiplied by ``STALE_FACTOR`` (see :mod:`memvault.recall.currency`).
+        been superseded is multiplied by ``STALE_FACTOR`` and kept below every block that
+        states a current fact (see :mod:`memvault.recall.currency`).
         The blocks that state a current fact asked for are re-ranked even when the words of the
         query miss them."""
         index = index or self.ready(store)
@@ -200,18 +201,23 @@ class Recaller:
         rows = blocks_by_id(store, [b for b, _ in candidates])
         currency.add_blocks(store, list(rows))
         hits = []
+        current: list[float] = []
         for bid, score in candidates:
             if (row := rows.get(bid)) is None:
                 continue
+            states = currency.states_current(bid, row["text"])
             total = (
                 score
                 + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3))
-                + CURRENT_FACT_WEIGHT * currency.states_current(bid, row["text"])
+                + CURRENT_FACT_WEIGHT * states
             )
             since = currency.superseded_since(bid, row["text"])
             if since is not None and total > 0:
                 total *= STALE_FACTOR
+            if states:
+                current.append(total)
             hits.append(hit_of(row, total, since))
+        hits = rank_stale_below_current(hits, current)
         hits = rank_insights_below_sources(hits)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         hits = hits[:limit]
@@ -332,6 +338,21 @@ def hit_of(row: dict[str, Any], score: float, superseded_since: dt.datetime | No
         created_at=row["created_at"],
         superseded_since=superseded_since,
     )
+
+
+def rank_stale_below_current(hits: list[RecallHit], current: list[float]) -> list[RecallHit]:
+    """A memory whose facts were superseded ranks below every memory that states the current
+    fact (scores ``current``), however many of the question's words it shares: the question
+    asks what holds now."""
+    if not current:
+        return hits
+    cap = min(current) - INSIGHT_MARGIN
+    return [
+        h.model_copy(update={"score": round(min(h.score, cap), 6)})
+        if h.superseded_since is not None and h.score > cap
+        else h
+        for h in hits
+    ]
 
 
 def cited_blocks(row: dict[str, Any]) -> list[str]:
