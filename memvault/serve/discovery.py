@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memvault.processes import process_alive
+
 #: What a discovery file's name ends with beside a DuckDB store.
 SUFFIX = ".serve.json"
 
@@ -37,20 +39,7 @@ class ServerInfo:
 
     @property
     def alive(self) -> bool:
-        return pid_alive(self.pid)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this PID runs (and is ours to signal, or someone else's)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        return process_alive(self.pid)
 
 
 def duckdb_path(store_url: str) -> Path | None:

@@ -12,7 +12,8 @@ import datetime as dt
 import multiprocessing
 import os
 import socket
-from pathlib import Path
+
+from memvault.processes import process_alive
 
 #: This machine, as runs record it.
 HOST = socket.gethostname()
@@ -28,21 +29,6 @@ def carrier_pid() -> int:
 def stale_after() -> dt.timedelta:
     """A run with no sign of life for this long is abandoned (``MEMVAULT_RUN_STALE_HOURS``, 6)."""
     return dt.timedelta(hours=float(os.environ.get("MEMVAULT_RUN_STALE_HOURS") or 6))
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def abandoned_because(
