@@ -22,7 +22,8 @@ new fact of the same entity and predicate is recorded, the entry is not served.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,10 @@ def _since(state: str) -> dt.datetime | None:
     if not state.startswith("superseded:"):
         return None
     return dt.datetime.fromisoformat(state.split(":", 1)[1])
+
+
+#: Where a text's sentences end.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 
 
 def _in_text(folded: str, obj: str) -> bool:
@@ -186,6 +191,24 @@ class Currency:
             return False
         folded = text.casefold()
         return any(_in_text(folded, str(f["object"])) for f in current)
+
+    def answers(self, block_id: str, text: str, subject_words: Collection[str]) -> bool:
+        """The block says a current fact asked for: it is its source, or (no fact that counts
+        linked to it) one of its sentences names the subject (``subject_words``: the words of
+        its names, lower case) and the fact's object. Stricter than :meth:`states_current`:
+        "the invoice goes to Tyrell Systems" in a long note does not say where Ada works."""
+        current = self.current_facts
+        if any(f["source_block"] == block_id for f in current):
+            return True
+        if self.stated.get(block_id) or not subject_words:
+            return False
+        for sentence in _SENTENCE_END.split(text):
+            folded = sentence.casefold()
+            if any(_in_text(folded, str(f["object"])) for f in current) and any(
+                re.search(rf"\b{re.escape(w)}\b", folded) for w in subject_words
+            ):
+                return True
+        return False
 
     def superseded_since(self, block_id: str, text: str) -> dt.datetime | None:
         """When the last fact that counts the block states stopped holding, if all of them did

@@ -32,6 +32,7 @@ from memvault.recall.index import SearchIndex
 from memvault.recall.intent import classify_intent
 from memvault.recall.log import gap_hint, new_recall_id, write_recall
 from memvault.recall.result import CITES, Fact, RecallHit, RecallResult
+from memvault.recall.text import words
 from memvault.store import Store
 
 #: Candidates taken from the index per result asked, re-ranked with current feedback.
@@ -181,8 +182,8 @@ class Recaller:
 
         A block's score is the index's, plus its owner feedback, plus ``CURRENT_FACT_WEIGHT``
         when it states a current fact the ``intent`` asks for; a block whose facts have all
-        been superseded is multiplied by ``STALE_FACTOR`` and kept below every block that
-        states a current fact (see :mod:`memvault.recall.currency`).
+        been superseded is multiplied by ``STALE_FACTOR``; the blocks that state a current fact
+        the intent asks for come first (see :mod:`memvault.recall.currency`).
         The blocks that state a current fact asked for are re-ranked even when the words of the
         query miss them."""
         index = index or self.ready(store)
@@ -201,7 +202,8 @@ class Recaller:
         rows = blocks_by_id(store, [b for b, _ in candidates])
         currency.add_blocks(store, list(rows))
         hits = []
-        current: list[float] = []
+        current: set[str] = set()
+        subject_words = name_words(index, entity_ids)
         for bid, score in candidates:
             if (row := rows.get(bid)) is None:
                 continue
@@ -214,10 +216,10 @@ class Recaller:
             since = currency.superseded_since(bid, row["text"])
             if since is not None and total > 0:
                 total *= STALE_FACTOR
-            if states:
-                current.append(total)
+            if states and currency.answers(bid, row["text"], subject_words):
+                current.add(bid)
             hits.append(hit_of(row, total, since))
-        hits = rank_stale_below_current(hits, current)
+        hits = rank_current_first(hits, current)
         hits = rank_insights_below_sources(hits)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         hits = hits[:limit]
@@ -340,17 +342,30 @@ def hit_of(row: dict[str, Any], score: float, superseded_since: dt.datetime | No
     )
 
 
-def rank_stale_below_current(hits: list[RecallHit], current: list[float]) -> list[RecallHit]:
-    """A memory whose facts were superseded ranks below every memory that states the current
-    fact (scores ``current``), however many of the question's words it shares: the question
-    asks what holds now."""
+def name_words(index: SearchIndex, entity_ids: list[str]) -> set[str]:
+    """The words (three letters or more, lower case) of the named entities' names: how a
+    memory names them ("Ada" for Ada Lovelace)."""
+    out: set[str] = set()
+    for eid in entity_ids:
+        if (entity := index.matcher.by_id.get(eid)) is not None:
+            out.update(w for w in words(entity.name) if len(w) >= 3)
+    return out
+
+
+def rank_current_first(hits: list[RecallHit], current: set[str]) -> list[RecallHit]:
+    """The memories that state a current fact the question asks for (``current``) come first,
+    in their own order: they answer it, however many of the question's words the others share
+    ("where does Ada work": the block saying she joined Tyrell Systems, before the notes about
+    working from Madrid). So a memory whose facts were superseded always ranks below them."""
     if not current:
         return hits
-    cap = min(current) - INSIGHT_MARGIN
+    others = [h.score for h in hits if h.block_id not in current]
+    lowest = min((h.score for h in hits if h.block_id in current), default=None)
+    if lowest is None or not others or lowest > max(others):
+        return hits
+    lift = max(others) - lowest + INSIGHT_MARGIN
     return [
-        h.model_copy(update={"score": round(min(h.score, cap), 6)})
-        if h.superseded_since is not None and h.score > cap
-        else h
+        h.model_copy(update={"score": round(h.score + lift, 6)}) if h.block_id in current else h
         for h in hits
     ]
 
