@@ -162,71 +162,61 @@ def _facts(store: Store, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     return _rows(store, _FACTS_SQL.format(where="t.id = ANY(CAST(:ids AS TEXT[]))"), ids)
 
 
+#: How a block, an entity and a preference are read (by ``:ids``) …
+_ROW_SQL = {
+    "blocks": "SELECT id, kind, role, text, status, session_id, created_at, pinned FROM blocks",
+    "entities": "SELECT id, name, entity_type, aliases, status, created_at FROM entities",
+    "attitudes": "SELECT id, category, statement, confidence, created_at, superseded_at "
+    "FROM attitudes",
+}
+
+
+def _block(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": _cut(row["text"]) or "",
+        "status": row["status"],
+        "recorded_at": row["created_at"],
+        "source_session": row["session_id"],
+        "detail": {"kind": row["kind"], "speaker": row["role"], "pinned": row["pinned"]},
+    }
+
+
+def _entity(row: dict[str, Any]) -> dict[str, Any]:
+    aliases = row["aliases"] if row["aliases"] not in ("", "[]") else None
+    return {
+        "text": row["name"],
+        "status": row["status"],
+        "recorded_at": row["created_at"],
+        "detail": {"type": row["entity_type"], "aliases": aliases},
+    }
+
+
+def _preference(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": row["statement"],
+        "confidence": row["confidence"],
+        "recorded_at": row["created_at"],
+        "invalid_at": row["superseded_at"],
+        "detail": {"category": row["category"]},
+    }
+
+
+#: … and what of its row a person is shown.
+_SHOWN = {"blocks": _block, "entities": _entity, "attitudes": _preference}
+
+
 def _lookup(store: Store, table: str, item_id: str, role: str) -> Memory:
     """The memory ``item_id`` of ``table`` (a block, fact, entity or preference); one that is
     not in this store (an external store the gardener tends) comes back ``found=False``."""
     if table == "triples":
         row = _facts(store, [item_id]).get(item_id)
         return _fact(row, role) if row else Memory(role=role, table=table, id=item_id, found=False)
-    if table == "blocks":
-        row = _rows(
-            store,
-            "SELECT id, kind, role, text, status, session_id, created_at, updated_at, pinned "
-            "FROM blocks WHERE id = ANY(CAST(:ids AS TEXT[]))",
-            [item_id],
-        ).get(item_id)
+    if table in _ROW_SQL:
+        sql = _ROW_SQL[table] + " WHERE id = ANY(CAST(:ids AS TEXT[]))"
+        row = _rows(store, sql, [item_id]).get(item_id)
         if row is None:
             return Memory(role=role, table=table, id=item_id, found=False)
-        return Memory(
-            role=role,
-            table=table,
-            id=item_id,
-            text=_cut(row["text"]) or "",
-            status=row["status"],
-            recorded_at=row["created_at"],
-            source_session=row["session_id"],
-            detail={"kind": row["kind"], "speaker": row["role"], "pinned": row["pinned"]},
-        )
-    if table == "entities":
-        row = _rows(
-            store,
-            "SELECT id, name, entity_type, aliases, status, created_at FROM entities "
-            "WHERE id = ANY(CAST(:ids AS TEXT[]))",
-            [item_id],
-        ).get(item_id)
-        if row is None:
-            return Memory(role=role, table=table, id=item_id, found=False)
-        return Memory(
-            role=role,
-            table=table,
-            id=item_id,
-            text=row["name"],
-            status=row["status"],
-            recorded_at=row["created_at"],
-            detail={
-                "type": row["entity_type"],
-                "aliases": row["aliases"] if row["aliases"] not in ("", "[]") else None,
-            },
-        )
-    if table == "attitudes":
-        row = _rows(
-            store,
-            "SELECT id, category, statement, confidence, created_at, superseded_at "
-            "FROM attitudes WHERE id = ANY(CAST(:ids AS TEXT[]))",
-            [item_id],
-        ).get(item_id)
-        if row is None:
-            return Memory(role=role, table=table, id=item_id, found=False)
-        return Memory(
-            role=role,
-            table=table,
-            id=item_id,
-            text=row["statement"],
-            confidence=row["confidence"],
-            recorded_at=row["created_at"],
-            invalid_at=row["superseded_at"],
-            detail={"category": row["category"]},
-        )
+        return Memory(role=role, table=table, id=item_id, **_SHOWN[table](row))
     for other in ("blocks", "triples", "entities"):  # e.g. the gardener's "item" / "entity"
         found = _lookup(store, other, item_id, role)
         if found.found:
