@@ -209,6 +209,8 @@ def _resolve(store: Store, by_type: dict[str, list[Numbered]], source: str) -> l
     for n in by_type["triple"]:
         sessions.add(n.record.source_session or "")  # type: ignore[attr-defined]
         blocks.add(n.record.source_block or "")  # type: ignore[attr-defined]
+    for n in by_type["original"]:
+        blocks.add(n.record.id)  # type: ignore[attr-defined]
     sessions.discard("")
     blocks.discard("")
     resolver.load_existing("sessions", sessions, resolver.session_ids)
@@ -222,6 +224,8 @@ def _resolve(store: Store, by_type: dict[str, list[Numbered]], source: str) -> l
 
     for n in by_type["block"]:
         check(n, "session", n.record.session_id, resolver.session_ids)  # type: ignore[attr-defined]
+    for n in by_type["original"]:
+        check(n, "block", n.record.id, resolver.block_ids)  # type: ignore[attr-defined]
     for n in by_type["mention"]:
         rec: Any = n.record
         check(n, "session", rec.session_id, resolver.session_ids)

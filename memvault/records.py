@@ -171,12 +171,17 @@ class BlockRecord(Record):
     pinned: bool = False
     tier: Tier = "hot"
     summary: str | None = None
+    #: Which digest (``llm``, ``extractive``, ``headline``) stands in for the text since
+    #: tiering; its original text travels as an ``original`` record.
+    digest_kind: str | None = None
     status: ItemStatus = "active"
     parent_id: str | None = None
     tags: list[str] = Field(default_factory=list)
     created_at: dt.datetime
     updated_at: dt.datetime | None = None
     last_accessed_at: dt.datetime | None = None
+    #: When the tier last changed.
+    tiered_at: dt.datetime | None = None
     access_count: int = Field(default=0, ge=0, le=2**31 - 1)  # an INTEGER column
     feedback_score: float = 0.0
     text_fields: ClassVar[tuple[str, ...]] = ("text",)
@@ -189,6 +194,22 @@ class BlockRecord(Record):
         if self.updated_at is None:
             object.__setattr__(self, "updated_at", self.created_at)
         return self
+
+
+class OriginalRecord(Record):
+    """The text a block had before tiering made it a digest (``block_originals``).
+
+    ``id`` is the block's id: one original per block, the first kept. Recall searches it;
+    without it an exported digest could only be found by its digest's words.
+    """
+
+    type: Literal["original"] = "original"
+    id: str
+    text: str
+    digested_at: dt.datetime
+    #: The tiering run that kept it, in the store it came from (provenance only).
+    run_id: str | None = None
+    text_fields: ClassVar[tuple[str, ...]] = ("id", "text")
 
 
 class EntityRecord(Record):
@@ -350,6 +371,7 @@ class SkillUseRecord(Record):
 AnyRecord = Annotated[
     SessionRecord
     | BlockRecord
+    | OriginalRecord
     | EntityRecord
     | MentionRecord
     | TripleRecord
@@ -367,6 +389,7 @@ RECORD_TYPES: tuple[str, ...] = (
     "session",
     "entity",
     "block",
+    "original",
     "mention",
     "triple",
     "recall",
