@@ -28,6 +28,26 @@ WHERE b.status = 'active' AND b.session_id IS NOT NULL
 """
 
 
+def _replies(blocks: pl.DataFrame) -> list[tuple[str, str]]:
+    """(reply id, question id) among ``blocks`` (id, session_id, created_at, text): each block
+    that follows, in its session, a question by another speaker."""
+    frame = (
+        blocks.sort("session_id", "created_at", "id")
+        .with_columns(
+            prev=pl.col("id").shift(1).over("session_id"),
+            prev_text=pl.col("text").shift(1).over("session_id"),
+        )
+        .filter(
+            pl.col("prev").is_not_null() & pl.col("prev_text").str.strip_chars().str.ends_with("?")
+        )
+    )
+    return [
+        (reply, question)
+        for reply, question, text, asked in frame.select("id", "prev", "text", "prev_text").iter_rows()
+        if speaker(asked) != speaker(text) or speaker(text) is None
+    ]  # fmt: skip
+
+
 def questions_answered(store: Store, ids: list[str]) -> np.ndarray:
     """For each of ``ids``, the position (in ``ids``) of the question it replies to, or -1."""
     out = np.full(len(ids), -1, dtype=np.int64)
@@ -36,21 +56,25 @@ def questions_answered(store: Store, ids: list[str]) -> np.ndarray:
     blocks = store.fetch_df(ORDER_SQL)
     if not blocks.height:  # (an empty result has no column types on PostgreSQL)
         return out
-    pos = pl.DataFrame({"id": ids, "row": np.arange(len(ids), dtype=np.int64)})
-    frame = (
-        blocks.join(pos, on="id")
-        .sort("session_id", "created_at", "id")
-        .with_columns(
-            prev=pl.col("row").shift(1).over("session_id"),
-            prev_text=pl.col("text").shift(1).over("session_id"),
-        )
-        .filter(
-            pl.col("prev").is_not_null() & pl.col("prev_text").str.strip_chars().str.ends_with("?")
-        )
+    row = {b: i for i, b in enumerate(ids)}
+    for reply, question in _replies(blocks.filter(pl.col("id").is_in(ids))):
+        out[row[reply]] = row[question]
+    return out
+
+
+def replies_in_sessions(store: Store, sessions: list[str]) -> dict[str, str | None]:
+    """Every active block of ``sessions`` with the question it replies to (None: none), as
+    :func:`questions_answered` links them: what a long-lived index re-reads for the sessions
+    that changed instead of every session."""
+    if not sessions:
+        return {}
+    blocks = store.fetch_df(
+        ORDER_SQL + " AND b.session_id = ANY(:sessions)", {"sessions": sessions}
     )
-    for row, prev, text, asked in frame.select("row", "prev", "text", "prev_text").iter_rows():
-        if speaker(asked) != speaker(text) or speaker(text) is None:
-            out[row] = prev
+    if not blocks.height:
+        return {}
+    out: dict[str, str | None] = dict.fromkeys(blocks["id"].to_list())
+    out.update(_replies(blocks))
     return out
 
 

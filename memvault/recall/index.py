@@ -5,7 +5,9 @@ which entities each block mentions); afterwards :meth:`SearchIndex.refresh`
 reads only what changed since: blocks created, updated or re-tiered later, new
 vectors, status changes. Changed and new blocks go to a small second segment
 (scored with the main segment's term statistics) and their old rows are masked;
-when that segment grows past a fifth of the main one, the index is rebuilt.
+when that segment grows past a fifth of the main one, the index is rebuilt. The reply links
+(:mod:`memvault.recall.context`) of the sessions a changed block belongs to are read again,
+so a new turn answers a question (old or new) as it would after a rebuild.
 
 Each block is indexed by what it says, not by what its tier shows: a cold or frozen
 block by the original text its digest stands in for (``block_originals``, see
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from memvault.recall.context import questions_answered, with_replies
+from memvault.recall.context import questions_answered, replies_in_sessions, with_replies
 from memvault.recall.dates import with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse
@@ -89,7 +91,8 @@ class Segment:
     live: np.ndarray
     mentions: dict[str, np.ndarray]
     _rows: dict[str, int] | None = field(default=None, repr=False)
-    #: Per block, the row of the question it replies to (-1: none; main segment only).
+    #: Per block, the row of the question it replies to (-1: none), counted over the main
+    #: segment followed by the second one (a new turn may answer an old question).
     asked: np.ndarray | None = None
 
     @property
@@ -182,6 +185,10 @@ class SearchIndex:
     refreshes: int = 0
     rebuilds: int = 0
     stats: dict[str, int] = field(default_factory=dict)
+    #: The main segment's reply links as built (:meth:`_relink` starts from them).
+    built_asked: np.ndarray | None = field(default=None, repr=False)
+    #: Each block of a session changed since the build, with the question it replies to now.
+    replies: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -212,6 +219,7 @@ class SearchIndex:
             matcher=matcher,
             marks=marks,
             built_seconds=time.perf_counter() - started,
+            built_asked=main.asked,
         )
         return index
 
@@ -243,6 +251,7 @@ class SearchIndex:
         old = self.marks
         changed = store.fetch_df(CHANGED_SQL, {"c": old.created, "u": old.updated, "t": old.tiered})
         main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
+        touched = set(changed["id"].to_list()) if changed.height else set()
         for bid, text, status, written in changed.iter_rows():
             row = main_pos.get(bid)
             if row is not None:
@@ -254,9 +263,12 @@ class SearchIndex:
         expected = int(self.main.live.sum()) + len(self.delta_texts)
         if now.active != expected:  # a status changed without a newer timestamp
             gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
+            was = self.main.live.copy()
             self.main.live &= ~np.isin(np.asarray(self.main.ids, dtype=object), list(gone))
+            touched.update(self.main.ids[i] for i in np.flatnonzero(was & ~self.main.live))
             for bid in gone & self.delta_texts.keys():
                 del self.delta_texts[bid]
+                touched.add(bid)
         if len(self.delta_texts) > max(1000, REBUILD_SHARE * self.main.size):
             rebuilt = SearchIndex.build(store, self.model)
             rebuilt.refreshes, rebuilt.rebuilds = self.refreshes + 1, self.rebuilds + 1
@@ -279,9 +291,39 @@ class SearchIndex:
         self.delta.mentions = speaker_mentions(
             self.delta.mentions, [self.delta_texts[i] for i in self.delta.ids], self.matcher
         )
+        self._relink(store, touched)
         self.marks = now
         self.refreshes += 1
         return self
+
+    def _relink(self, store: Store, touched: set[str]) -> None:
+        """Reply links as a rebuild would make them, read for the sessions of ``touched``
+        blocks only: a new turn that answers a question (old or new), and an old turn whose
+        neighbour came, went or changed. Links point at the live row of each block."""
+        if touched:
+            sessions = store.fetch(
+                "SELECT DISTINCT session_id FROM blocks WHERE id = ANY(:ids) "
+                "AND session_id IS NOT NULL",
+                {"ids": sorted(touched)},
+            )
+            self.replies.update(replies_in_sessions(store, sorted(str(r[0]) for r in sessions)))
+        if self.built_asked is None or not self.replies:
+            return
+        n = self.main.size
+        delta_rows = {b: n + i for i, b in enumerate(self.delta.ids)}
+
+        def row(block_id: str) -> int | None:
+            at = delta_rows.get(block_id)
+            if at is None and (at := self.main.row_of(block_id)) is not None:
+                at = at if self.main.live[at] else None
+            return at
+
+        asked = np.concatenate([self.built_asked, np.full(self.delta.size, -1, dtype=np.int64)])
+        for reply, question in self.replies.items():
+            if (at := row(reply)) is not None:
+                linked = None if question is None else row(question)
+                asked[at] = -1 if linked is None else linked
+        self.main.asked, self.delta.asked = asked[:n], asked[n:]
 
     # -- searching ----------------------------------------------------------------------------
 
