@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from memvault.recall.context import questions_answered, with_replies
+from memvault.recall.context import (
+    is_question,
+    questions_answered,
+    with_questions_lowered,
+    with_replies,
+)
 from memvault.recall.dates import days_asked, days_meant, with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse_parts
@@ -91,6 +96,8 @@ class Segment:
     _rows: dict[str, int] | None = field(default=None, repr=False)
     #: Per block, the row of the question it replies to (-1: none; main segment only).
     asked: np.ndarray | None = None
+    #: Per block, whether it is a question (see context.py).
+    question: np.ndarray | None = None
     #: Per speaker (lower-case name words), the rows of the blocks they said.
     said: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)
     #: Per day, the rows of the blocks written that day or meaning it (see dates.py).
@@ -210,6 +217,8 @@ class SearchIndex:
     built_seconds: float
     #: The days each block of the second segment is about (see dates.py).
     delta_days: dict[str, set[dt.date]] = field(default_factory=dict)
+    #: Whether each block of the second segment is a question.
+    delta_asks: dict[str, bool] = field(default_factory=dict)
     refreshes: int = 0
     rebuilds: int = 0
     stats: dict[str, int] = field(default_factory=dict)
@@ -236,6 +245,7 @@ class SearchIndex:
         main = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
         main.asked = questions_answered(store, ids)
         main.said = said_by(said)
+        main.question = np.asarray([is_question(t or "") for t in said], dtype=bool)
         main.days = by_day(
             [days_meant(t, c) for t, c in blocks.select("text", "created_at").iter_rows()]
         )
@@ -285,9 +295,11 @@ class SearchIndex:
             if status == "active":
                 self.delta_texts[bid] = with_dates(text, written)
                 self.delta_days[bid] = days_meant(text, written)
+                self.delta_asks[bid] = is_question(text or "")
             else:
                 self.delta_texts.pop(bid, None)
                 self.delta_days.pop(bid, None)
+                self.delta_asks.pop(bid, None)
         expected = int(self.main.live.sum()) + len(self.delta_texts)
         if now.active != expected:  # a status changed without a newer timestamp
             gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
@@ -295,6 +307,7 @@ class SearchIndex:
             for bid in gone & self.delta_texts.keys():
                 del self.delta_texts[bid]
                 self.delta_days.pop(bid, None)
+                self.delta_asks.pop(bid, None)
         if len(self.delta_texts) > max(1000, REBUILD_SHARE * self.main.size):
             rebuilt = SearchIndex.build(store, self.model)
             rebuilt.refreshes, rebuilt.rebuilds = self.refreshes + 1, self.rebuilds + 1
@@ -318,6 +331,9 @@ class SearchIndex:
         self.delta.mentions = speaker_mentions(self.delta.mentions, delta_said, self.matcher)
         self.delta.said = said_by(delta_said)
         self.delta.days = by_day([self.delta_days.get(i, set()) for i in self.delta.ids])
+        self.delta.question = np.asarray(
+            [self.delta_asks.get(i, False) for i in self.delta.ids], dtype=bool
+        )
         self.marks = now
         self.refreshes += 1
         return self
@@ -356,8 +372,15 @@ class SearchIndex:
         replies = np.concatenate(
             [seg.asked if seg.asked is not None else np.full(seg.size, -1) for seg in segs]
         )
+        question = np.concatenate(
+            [
+                seg.question if seg.question is not None else np.zeros(seg.size, dtype=bool)
+                for seg in segs
+            ]
+        )
         base, bonus = fuse_parts(signals)
-        total = np.where(live, with_replies(base, replies) + bonus, -np.inf)
+        said = with_questions_lowered(with_replies(base, replies), question)
+        total = np.where(live, said + bonus, -np.inf)
         ids = [i for seg in segs for i in seg.ids]
         k = min(top, len(ids))
         best = np.argpartition(-total, k - 1)[:k]
