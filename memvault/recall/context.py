@@ -5,7 +5,13 @@ you name the kitten?" — "Noodle, because of her fur."): the reply shares nothi
 question about it, the turn before it everything. A block that follows, in the same session,
 a question (a text ending in "?") by another speaker gains a share of that question's score.
 Lifting every neighbour alike was measured and lost (docs/recall.md): it lifts the chatter
-around every match as much as the answer.
+around every match as much as the answer; so did lifting the bubbles of one message sent in
+several (the same speaker within two minutes).
+
+A question asks for what the query asks about; it does not tell it. It shares the query's
+words ("Which race did you run?") yet rarely holds the answer, so a block that is a question
+ranks at ``QUESTION_FACTOR`` of its score — after its reply has taken its share of the full
+score.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from memvault.store import Store
 
 #: The share of the question's score its reply gains.
 REPLY_SHARE = 0.5
+#: What a question keeps of its (positive) score.
+QUESTION_FACTOR = 0.8
 
 #: Each active block of a session, with the text it is searched by (a tiered block's original:
 #: a digest may have lost the question mark).
@@ -38,7 +46,8 @@ def _replies(blocks: pl.DataFrame) -> list[tuple[str, str]]:
             prev_text=pl.col("text").shift(1).over("session_id"),
         )
         .filter(
-            pl.col("prev").is_not_null() & pl.col("prev_text").str.strip_chars().str.ends_with("?")
+            pl.col("prev").is_not_null()
+            & pl.col("prev_text").str.strip_chars_end().str.ends_with("?")
         )
     )
     return [
@@ -87,3 +96,13 @@ def with_replies(total: np.ndarray, asked: np.ndarray) -> np.ndarray:
     positive = np.clip(np.where(np.isfinite(total), total, 0.0), 0.0, None)
     lift = REPLY_SHARE * np.append(positive, 0.0)[asked]  # position -1 reads the appended 0
     return np.where(lift > 0, positive + lift, total)
+
+
+def is_question(text: str) -> bool:
+    """Whether a block asks (its text ends in a question mark)."""
+    return text.rstrip().endswith("?")
+
+
+def with_questions_lowered(total: np.ndarray, question: np.ndarray) -> np.ndarray:
+    """``total`` with the positive scores of the questions times ``QUESTION_FACTOR``."""
+    return np.where(question & (total > 0), total * QUESTION_FACTOR, total)

@@ -30,6 +30,8 @@ DENSE_SPREAD = 0.1
 KEYWORD_SPREAD = 1.0
 #: Bonus per query entity a block mentions (or, for a person, says: see speakers.py).
 ENTITY_BONUS = 0.15
+#: Bonus for a block written on, or meaning, a day the query names ("on 22.01.2024").
+DATE_BONUS = 0.15
 #: A block needs a keyword match, or a cosine at least this, to be a candidate at all.
 MIN_COSINE = 0.1
 
@@ -42,6 +44,8 @@ class Signals:
     keyword: np.ndarray
     entity: np.ndarray
     has_vector: np.ndarray
+    #: 1 for a block written on, or meaning, a day the query names.
+    on_day: np.ndarray
 
 
 def standard(values: np.ndarray, over: np.ndarray, spread: float) -> np.ndarray:
@@ -58,9 +62,18 @@ def standard(values: np.ndarray, over: np.ndarray, spread: float) -> np.ndarray:
 
 def fuse(s: Signals) -> np.ndarray:
     """One score per block; ``-inf`` for a block with no evidence (no word, stray vector)."""
+    base, bonus = fuse_parts(s)
+    return base + bonus
+
+
+def fuse_parts(s: Signals) -> tuple[np.ndarray, np.ndarray]:
+    """(what the block says: vector and keyword standard scores, ``-inf`` without evidence;
+    who and when it is about: the entity and date bonuses). Kept apart so that a reply lifted
+    by its question (context.py) still gets its own speaker's bonus in full."""
     keyword_ok = s.keyword > 0
     evidence = (s.has_vector & (s.dense >= MIN_COSINE)) | keyword_ok
     dense = standard(s.dense, s.has_vector, DENSE_SPREAD)
     keyword = standard(s.keyword, np.ones_like(keyword_ok), KEYWORD_SPREAD)
-    total = (VECTOR_WEIGHT * dense + KEYWORD_WEIGHT * keyword) / Z_SCALE + ENTITY_BONUS * s.entity
-    return np.where(evidence, total, -np.inf)
+    base = (VECTOR_WEIGHT * dense + KEYWORD_WEIGHT * keyword) / Z_SCALE
+    bonus = ENTITY_BONUS * s.entity + DATE_BONUS * s.on_day
+    return np.where(evidence, base, -np.inf), bonus

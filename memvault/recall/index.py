@@ -21,19 +21,25 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from memvault.recall.context import questions_answered, replies_in_sessions, with_replies
-from memvault.recall.dates import with_dates
+from memvault.recall.context import (
+    is_question,
+    questions_answered,
+    replies_in_sessions,
+    with_questions_lowered,
+    with_replies,
+)
+from memvault.recall.dates import days_asked, days_meant, with_dates
 from memvault.recall.entities import EntityMatcher
-from memvault.recall.fusion import Signals, fuse
+from memvault.recall.fusion import Signals, fuse_parts
 from memvault.recall.keywords import KeywordIndex
-from memvault.recall.speakers import speaker_mentions
+from memvault.recall.speakers import said_by, speaker_mentions, speakers_named
 from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
 
@@ -94,6 +100,12 @@ class Segment:
     #: Per block, the row of the question it replies to (-1: none), counted over the main
     #: segment followed by the second one (a new turn may answer an old question).
     asked: np.ndarray | None = None
+    #: Per block, whether it is a question (see context.py).
+    question: np.ndarray | None = None
+    #: Per speaker (lower-case name words), the rows of the blocks they said.
+    said: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)
+    #: Per day, the rows of the blocks written that day or meaning it (see dates.py).
+    days: dict[dt.date, np.ndarray] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -155,6 +167,31 @@ def _mentions(store: Store, ids: list[str], where: str = "", params: dict[str, A
     }
 
 
+#: How much a block one day off the day asked counts (its time is UTC, the day asked is the
+#: asker's; a late evening in America is the next day in UTC).
+NEXT_DAY_SHARE = 0.5
+
+
+def day_match(day: dt.date, asked: tuple[int | None, int, int]) -> float:
+    """1 when ``day`` is the day asked (any year when none is given), ``NEXT_DAY_SHARE`` when
+    it is the day before or after, else 0."""
+    year, month, dom = asked
+    for offset, share in ((0, 1.0), (-1, NEXT_DAY_SHARE), (1, NEXT_DAY_SHARE)):
+        near = day + dt.timedelta(days=offset)
+        if (year is None or year == near.year) and (month, dom) == (near.month, near.day):
+            return share
+    return 0.0
+
+
+def by_day(days: list[set[dt.date]]) -> dict[dt.date, np.ndarray]:
+    """Per day, the rows whose set in ``days`` holds it."""
+    rows: dict[dt.date, list[int]] = {}
+    for row, found in enumerate(days):
+        for day in found:
+            rows.setdefault(day, []).append(row)
+    return {d: np.asarray(r, dtype=np.int64) for d, r in rows.items()}
+
+
 def _matrix(frame: pl.DataFrame, ids: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
     """Vectors of ``frame`` (target_id, vector) aligned with ``ids``; rows without one are 0."""
     has = np.zeros(len(ids), dtype=bool)
@@ -182,6 +219,10 @@ class SearchIndex:
     matcher: EntityMatcher
     marks: Marks
     built_seconds: float
+    #: The days each block of the second segment is about (see dates.py).
+    delta_days: dict[str, set[dt.date]] = field(default_factory=dict)
+    #: Whether each block of the second segment is a question.
+    delta_asks: dict[str, bool] = field(default_factory=dict)
     refreshes: int = 0
     rebuilds: int = 0
     stats: dict[str, int] = field(default_factory=dict)
@@ -211,6 +252,11 @@ class SearchIndex:
         mentions = speaker_mentions(_mentions(store, ids), said, matcher)
         main = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
         main.asked = questions_answered(store, ids)
+        main.said = said_by(said)
+        main.question = np.asarray([is_question(t or "") for t in said], dtype=bool)
+        main.days = by_day(
+            [days_meant(t, c) for t, c in blocks.select("text", "created_at").iter_rows()]
+        )
         index = cls(
             model=model,
             main=main,
@@ -258,8 +304,12 @@ class SearchIndex:
                 self.main.live[row] = False
             if status == "active":
                 self.delta_texts[bid] = with_dates(text, written)
+                self.delta_days[bid] = days_meant(text, written)
+                self.delta_asks[bid] = is_question(text or "")
             else:
                 self.delta_texts.pop(bid, None)
+                self.delta_days.pop(bid, None)
+                self.delta_asks.pop(bid, None)
         expected = int(self.main.live.sum()) + len(self.delta_texts)
         if now.active != expected:  # a status changed without a newer timestamp
             gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
@@ -269,6 +319,8 @@ class SearchIndex:
             for bid in gone & self.delta_texts.keys():
                 del self.delta_texts[bid]
                 touched.add(bid)
+                self.delta_days.pop(bid, None)
+                self.delta_asks.pop(bid, None)
         if len(self.delta_texts) > max(1000, REBUILD_SHARE * self.main.size):
             rebuilt = SearchIndex.build(store, self.model)
             rebuilt.refreshes, rebuilt.rebuilds = self.refreshes + 1, self.rebuilds + 1
@@ -288,8 +340,12 @@ class SearchIndex:
         self.delta = self._segment(store, self.model, self.delta_texts, self.main.keywords)
         if now.entities != old.entities or now.values[8] != old.values[8]:
             self.matcher = EntityMatcher.load(store)
-        self.delta.mentions = speaker_mentions(
-            self.delta.mentions, [self.delta_texts[i] for i in self.delta.ids], self.matcher
+        delta_said = [self.delta_texts[i] for i in self.delta.ids]
+        self.delta.mentions = speaker_mentions(self.delta.mentions, delta_said, self.matcher)
+        self.delta.said = said_by(delta_said)
+        self.delta.days = by_day([self.delta_days.get(i, set()) for i in self.delta.ids])
+        self.delta.question = np.asarray(
+            [self.delta_asks.get(i, False) for i in self.delta.ids], dtype=bool
         )
         self._relink(store, touched)
         self.marks = now
@@ -349,14 +405,25 @@ class SearchIndex:
         segs = [seg for seg in (self.main, self.delta) if seg.size]
         if not segs:
             return []
-        parts = [self._signals(seg, query, query_vector, entity_ids) for seg in segs]
+        speakers = self._speakers(segs, query, entity_ids)
+        asked = days_asked(query)
+        parts = [
+            self._signals(seg, query, query_vector, entity_ids, speakers, asked) for seg in segs
+        ]
         signals = Signals(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
         live = np.concatenate([seg.live for seg in segs])
-        asked = np.concatenate(
+        replies = np.concatenate(
             [seg.asked if seg.asked is not None else np.full(seg.size, -1) for seg in segs]
         )
-        total = np.where(live, fuse(signals), -np.inf)
-        total = np.where(live, with_replies(total, asked), -np.inf)
+        question = np.concatenate(
+            [
+                seg.question if seg.question is not None else np.zeros(seg.size, dtype=bool)
+                for seg in segs
+            ]
+        )
+        base, bonus = fuse_parts(signals)
+        said = with_questions_lowered(with_replies(base, replies), question)
+        total = np.where(live, said + bonus, -np.inf)
         ids = [i for seg in segs for i in seg.ids]
         k = min(top, len(ids))
         best = np.argpartition(-total, k - 1)[:k]
@@ -397,11 +464,31 @@ class SearchIndex:
             offset += seg.size
         return sorted(extra, key=lambda e: (-e[1], e[0]))
 
+    def _speakers(
+        self, segs: list[Segment], query: str, entity_ids: list[str]
+    ) -> list[tuple[str, ...]]:
+        """The speakers the query names that are no entity it names (an entity's blocks,
+        its turns included, already count through its mentions)."""
+        named = speakers_named(query, {k for seg in segs for k in seg.said})
+        known = set(entity_ids)
+        return [
+            key
+            for key in named
+            if self.matcher.names.get(key) not in known
+            and self.matcher.first_names.get(key[0]) not in known
+        ]
+
     @staticmethod
     def _signals(
-        seg: Segment, query: str, query_vector: np.ndarray | None, entity_ids: list[str]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(cosine, BM25, query entities mentioned, has a vector) of every block of ``seg``."""
+        seg: Segment,
+        query: str,
+        query_vector: np.ndarray | None,
+        entity_ids: list[str],
+        speakers: Sequence[tuple[str, ...]] = (),
+        days: Sequence[tuple[int | None, int, int]] = (),
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(cosine, BM25, query entities mentioned or speakers named, has a vector, is about a
+        day the query names) of every block of ``seg``."""
         dense = np.zeros(seg.size, dtype=np.float64)
         if query_vector is not None and seg.vectors is not None:
             dense = (seg.vectors @ query_vector).astype(np.float64)
@@ -410,5 +497,14 @@ class SearchIndex:
             rows = seg.mentions.get(eid)
             if rows is not None:
                 entity[rows] += 1
+        for key in speakers:
+            if (rows := seg.said.get(key)) is not None:
+                entity[rows] += 1
         has = seg.has_vector if query_vector is not None else np.zeros(seg.size, dtype=bool)
-        return dense, seg.keywords.score(query), entity, has
+        on_day = np.zeros(seg.size, dtype=np.float64)
+        if days:
+            for day, rows in seg.days.items():
+                near = max(day_match(day, asked) for asked in days)
+                if near > 0:
+                    on_day[rows] = np.maximum(on_day[rows], near)
+        return dense, seg.keywords.score(query), entity, has, on_day

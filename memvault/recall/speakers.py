@@ -5,17 +5,22 @@ counts as a mention of the speaker (the offline extractor does not see the prefi
 name). A name the turn only addresses — "Hey Caroline!", "Oh Caroline, knitting!" — is the
 listener, not the subject: that mention is not counted. "What did Caroline say about
 climbing?" then favours Caroline's turns over the other speaker's greetings to her.
+
+A speaker the extractor never made an entity of (a name that only ever appears as the
+prefix, or one typed in lower case, "elise: ...") is still the person a question names:
+:func:`said_by` keeps, per speaker, the blocks they said, and a query that names a speaker
+(the whole name or its first word) favours those blocks as it would an entity's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from memvault.recall.entities import EntityMatcher
-from memvault.recall.text import words
+from memvault.recall.text import STOPWORDS, words
 
 #: "Name: " (up to three capitalized words) at the start of a block.
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
@@ -24,6 +29,11 @@ _GREETING = r"(?:hey|hi|hello|oh|aw|wow|thanks|thank you|dear|yes|no|ok|okay|con
 _VOCATIVE = re.compile(
     rf"(?:^|(?<=[.!?]\s))(?:{_GREETING}[,!]?\s+)?([A-Z][\w'-]*)(?=\s*[!,?])", re.IGNORECASE
 )
+
+
+#: "name: " at the start of a block in any case (up to three words): who said it, for
+#: :func:`said_by`; a prefix counts once two blocks or more carry it.
+_ANY_SPEAKER = re.compile(r"^\s*([^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2}):\s")
 
 
 def speaker(text: str) -> str | None:
@@ -72,3 +82,29 @@ def speaker_mentions(
         if rows:
             out[eid] = np.asarray(sorted(rows), dtype=np.int64)
     return out
+
+
+def said_by(texts: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
+    """Per speaker (the lower-case words of the name before the colon, any case), the rows
+    of ``texts`` they said; a prefix on a single block is no speaker ("Note: ...")."""
+    rows: dict[tuple[str, ...], list[int]] = {}
+    for row, text in enumerate(texts):
+        if text and (m := _ANY_SPEAKER.match(text[:80])):
+            key = tuple(words(m.group(1)))
+            if key and not (len(key) == 1 and key[0] in STOPWORDS):
+                rows.setdefault(key, []).append(row)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items() if len(v) >= 2}
+
+
+def speakers_named(query: str, speakers: Collection[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The speakers ``query`` names: their whole name, or its first word (three letters or
+    more) written with a capital ("What did Fahim say" names the speaker "Fahim Khan")."""
+    tokens = words(query)
+    text = f" {' '.join(tokens)} "
+    capitalized = {w.strip(".,;:!?'\"()").removesuffix("'s").lower() for w in query.split() if w[:1].isupper()}  # fmt: skip
+    return [
+        key
+        for key in speakers
+        if f" {' '.join(key)} " in text
+        or (len(key) > 1 and len(key[0]) >= 3 and key[0] in capitalized and key[0] in tokens)
+    ]

@@ -133,3 +133,19 @@ def test_the_reply_to_a_question_rises_with_it(store: Store, tmp_path: Path) -> 
     embed_missing(store, HashingEmbedder(), kinds=("block",))
     got = Recaller(HashingEmbedder()).recall(store, "What name did Sam give the rescued kitten?", record=False)  # fmt: skip
     assert {h.block_id for h in got.results[:2]} == {"b_asked", "b_reply"}
+
+
+def test_a_day_the_query_names_favours_what_was_written_that_day(store: Store, tmp_path: Path) -> None:  # fmt: skip
+    days = {"b_c_22nd": dt.datetime(2024, 1, 22, 19), "b_b_23rd_utc": dt.datetime(2024, 1, 23, 1), "b_a_25th": dt.datetime(2024, 1, 25, 19)}  # fmt: skip
+    records: list[Record] = []
+    for bid, at in days.items():
+        records.append(SessionRecord(id=f"s_{bid}", started_at=at, title="chat"))
+        records.append(BlockRecord(id=bid, session_id=f"s_{bid}", text="Paola: I cooked a veggie stir fry.", created_at=at))  # fmt: skip
+    for k, (fid, text) in enumerate(FILLER.items()):
+        records.append(BlockRecord(id=fid, session_id="s_b_a_25th", text=text, created_at=days["b_a_25th"] + dt.timedelta(minutes=k + 1)))  # fmt: skip
+    path = tmp_path / "days.jsonl"
+    write_jsonl(records, path)
+    ingest_file(store, path)
+    index = SearchIndex.build(store, "none")
+    found = [b for b, _ in index.score("What did Paola cook on 22.01.2024?", None, [], 3)]
+    assert found == ["b_c_22nd", "b_b_23rd_utc", "b_a_25th"]  # the next day in UTC counts half

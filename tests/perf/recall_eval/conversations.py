@@ -176,6 +176,8 @@ class Turn:
     session: int
     speaker: str
     text: str
+    #: When it was said, if known (else the harness spaces a session's turns 30 s apart).
+    at: dt.datetime | None = None
 
     @property
     def block(self) -> str:

@@ -1,8 +1,11 @@
-"""Recall quality on the generated conversations: memvault.recall against two baselines.
+"""Recall quality on two labelled sets: memvault.recall against two baselines.
 
-Each conversation goes into its own DuckDB store (one session per conversation session, one
-block per turn ``Speaker: text``, entities and mentions from the offline extractor, vectors
-of the configured MiniLM embedder). Every question is asked of
+The sets: ``generated``, our seeded conversations (:mod:`.conversations`), and ``realtalk``,
+the ten real chats of the public REALTALK dataset with its annotated questions
+(:mod:`.realtalk`). Each conversation goes into its own DuckDB store (one session per
+conversation session, starting at the session's time; one block per turn ``Speaker: text``
+at the time it was said; entities and mentions from the offline extractor, vectors of the
+configured MiniLM embedder). Every question is asked of
 
 * ``memvault``  the recaller (``Recaller.recall``, not recorded, limit 10);
 * ``bm25``      a library BM25 (rank-bm25 Okapi, English stop words dropped, no stemming);
@@ -11,8 +14,9 @@ of the configured MiniLM embedder). Every question is asked of
 and scored by hit@5 (a gold turn in the top 5), recall@5 / recall@10 (share of the gold
 turns found) and MRR (1 / rank of the first gold turn within the top 10).
 
-Run ``python -m tests.perf.recall_eval.evaluate [cache dir]`` to print the table; vectors
-are cached by text in the cache dir (the first run embeds ~4k texts).
+Run ``python -m tests.perf.recall_eval.evaluate [cache dir [set ...]]`` to print the tables;
+vectors are cached by text in the cache dir (the first run embeds ~4k texts for the generated
+set, ~9k for REALTALK).
 """
 
 from __future__ import annotations
@@ -39,9 +43,13 @@ from memvault.recall import Recaller
 from memvault.records import BlockRecord, Record, SessionRecord
 from memvault.store import Store
 from memvault.vectors import embed_missing, load_vectors
+from tests.perf.recall_eval import realtalk
 from tests.perf.recall_eval.conversations import Conversation, conversations
 
-KINDS = ("paraphrase", "date", "speaker", "multihop", "current", "neighbour")
+KINDS = (
+    "paraphrase", "date", "speaker", "multihop", "current", "neighbour", "temporal", "commonsense",
+)  # fmt: skip
+SETS = ("generated", "realtalk")
 SYSTEMS = ("memvault", "bm25", "dense")
 _WORD = re.compile(r"\w+")
 _STOP = frozenset(STOPWORDS_EN)
@@ -88,7 +96,7 @@ def records_of(conv: Conversation) -> list[Record]:
     for s, day in enumerate(conv.dates):
         out.append(SessionRecord(id=f"{conv.id}_s{s}", started_at=day, title=f"session {s + 1}"))
     for k, turn in enumerate(conv.turns):
-        at = conv.dates[turn.session] + dt.timedelta(seconds=30 * k)
+        at = turn.at or conv.dates[turn.session] + dt.timedelta(seconds=30 * k)
         blocks.append(BlockRecord(id=turn.id, session_id=f"{conv.id}_s{turn.session}", text=turn.block, created_at=at, role="user"))  # fmt: skip
     entities, mentions = extract_records(blocks, HeuristicExtractor())
     return [*out, *blocks, *entities, *mentions]
@@ -116,13 +124,38 @@ def _score(ranked: list[str], gold: list[str]) -> dict[str, float]:
     }
 
 
-def evaluate(cache: Path, n: int = 16, seed: int = 20260) -> dict[str, dict[str, dict[str, float]]]:
-    """system -> question kind (and ``all``) -> metric -> mean."""
+Result = dict[str, dict[str, dict[str, float]]]
+
+
+def labelled(name: str) -> list[Conversation]:
+    """The conversations of one set (``generated`` or ``realtalk``)."""
+    if name == "generated":
+        return conversations()
+    if name == "realtalk":
+        return realtalk.load()[0]
+    raise ValueError(f"no set {name!r}; the sets are {', '.join(SETS)}")
+
+
+def evaluate_all(cache: Path, sets: Sequence[str] = SETS) -> dict[str, Result]:
+    """set -> system -> question kind (and ``all``) -> metric -> mean, one embedder cache."""
     cache.mkdir(parents=True, exist_ok=True)
     embedder = CachedEmbedder(MiniLMEmbedder(), cache / "minilm-vectors.npz")
+    try:
+        return {name: run(labelled(name), embedder) for name in sets}
+    finally:
+        embedder.save()
+
+
+def evaluate(cache: Path) -> Result:
+    """The generated set alone (system -> question kind -> metric -> mean)."""
+    return evaluate_all(cache, ("generated",))["generated"]
+
+
+def run(convs: list[Conversation], embedder: CachedEmbedder) -> Result:
+    """Ask every question of ``convs`` of the three systems; means per system and kind."""
     scores: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
-        for conv in conversations(n, seed):
+        for conv in convs:
             store = build_store(conv, Path(tmp), embedder)
             try:
                 recaller = Recaller(embedder)  # type: ignore[arg-type]
@@ -152,29 +185,30 @@ def evaluate(cache: Path, n: int = 16, seed: int = 20260) -> dict[str, dict[str,
                         scores[system]["all"].append(s)
             finally:
                 store.close()
-    embedder.save()
     return {
         system: {
-            kind: {m: float(np.mean([s[m] for s in rows])) for m in rows[0]}
+            kind: {"n": float(len(rows))}
+            | {m: float(np.mean([s[m] for s in rows])) for m in rows[0]}
             for kind, rows in by_kind.items()
         }
         for system, by_kind in scores.items()
     }
 
 
-def table(result: dict[str, dict[str, dict[str, float]]]) -> str:
-    """One row per (question kind, system): count-free means, kinds in a fixed order."""
-    lines = [f"{'type':<11} {'system':<9} {'hit@5':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}"]
+def table(result: Result) -> str:
+    """One row per (question kind, system): means, kinds in a fixed order, with the count."""
+    lines = [f"{'type':<11} {'n':>4} {'system':<9} {'hit@5':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}"]
     for kind in (*KINDS, "all"):
         for system in SYSTEMS:
             m = result[system].get(kind)
             if m:
-                lines.append(f"{kind:<11} {system:<9} {m['hit@5']:6.3f} {m['recall@5']:6.3f} {m['recall@10']:6.3f} {m['MRR']:6.3f}")  # fmt: skip
+                lines.append(f"{kind:<11} {m['n']:4.0f} {system:<9} {m['hit@5']:6.3f} {m['recall@5']:6.3f} {m['recall@10']:6.3f} {m['MRR']:6.3f}")  # fmt: skip
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     started = time.perf_counter()
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "memvault-recall-eval"  # fmt: skip
-    print(table(evaluate(folder)))
+    for name, result in evaluate_all(folder, sys.argv[2:] or SETS).items():
+        print(f"\n{name}\n{table(result)}")
     print(f"({time.perf_counter() - started:.0f} s)")
