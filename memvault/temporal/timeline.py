@@ -20,17 +20,10 @@ import unicodedata
 
 import polars as pl
 
+from memvault.text_tokens import STOPWORDS
+
 GROUP = ["subject_id", "predicate"]
 
-#: Words that say nothing about which thing an object is.
-STOPWORDS = frozenset(
-    (
-        "a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with",
-        "from", "as", "is", "are", "be", "it", "its", "this", "that", "these", "those", "over",
-        "under", "into", "than", "then", "very", "more", "most", "less", "all", "any", "every",
-        "some", "no", "not",
-    )
-)  # fmt: skip
 _NON_WORD = re.compile(r"[^\w]+|_+")
 
 
