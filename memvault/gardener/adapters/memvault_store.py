@@ -50,6 +50,7 @@ from memvault.gardener.adapter import (
 from memvault.gardener.similarity import SimilarPairs, similar_pairs
 from memvault.lifecycle.weights import block_weights, feedback_factor
 from memvault.normalize import utcnow
+from memvault.references import dangling_sql
 from memvault.store import Store
 from memvault.store.backends import ident, sql_literal
 
@@ -573,7 +574,8 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def orphans(self, limit: int = 10) -> list[OrphanNode]:
         """Worst first: children of merged-away items, dangling parents, memories without a
-        session. (Orphan entities are the dream's: it archives them and revives them.)"""
+        session (none, or a dangling one: :mod:`memvault.references`). (Orphan entities are
+        the dream's: it archives them and revives them.)"""
         self.require(Capability.STRUCTURE)
         kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
         found: list[OrphanNode] = []
@@ -585,13 +587,14 @@ class MemvaultGardenStore(UnsupportedMixin):
             ),
             (
                 "parent missing",
-                "SELECT b.id, b.text FROM blocks b LEFT JOIN blocks p ON p.id = b.parent_id "
-                "WHERE b.status = 'active' AND b.parent_id IS NOT NULL AND p.id IS NULL",
+                f"SELECT b.id, b.text FROM ({dangling_sql('block.parent_id')}) d "
+                "JOIN blocks b ON b.id = d.row_id WHERE b.status = 'active'",
             ),
             (
                 "no session",
-                "SELECT b.id, b.text FROM blocks b LEFT JOIN sessions s ON s.id = b.session_id "
-                f"WHERE b.status = 'active' AND b.kind NOT IN ({kinds}) AND s.id IS NULL",
+                f"SELECT b.id, b.text FROM blocks b WHERE b.status = 'active' "
+                f"AND b.kind NOT IN ({kinds}) AND (b.session_id IS NULL OR b.id IN "
+                f"(SELECT row_id FROM ({dangling_sql('block.session_id')}) d))",
             ),
         )
         for problem, sql in queries:
