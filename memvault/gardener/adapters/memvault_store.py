@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -53,6 +53,10 @@ from memvault.normalize import utcnow
 from memvault.references import dangling_sql
 from memvault.store import Store
 from memvault.store.backends import ident, sql_literal
+from memvault.vectors import load_vectors, stale_texts, write_vectors
+
+if TYPE_CHECKING:
+    from memvault.recall.recaller import Recaller
 
 #: Block kinds that are transcript, not memory: the gardener leaves them to the lifecycle track.
 TRANSCRIPT_KINDS: tuple[str, ...] = ("user_turn", "assistant_turn", "system_turn", "tool_turn")
@@ -75,6 +79,9 @@ _TOOLS: tuple[tuple[str, str], ...] = (
     ("memvault_backup", "Snapshot (backup) of the whole store that can be restored."),
     ("memvault_save_artifact", "Save a text document (a report artifact) and read it back."),
 )  # fmt: skip
+
+#: Recall hits read per memory item asked for (transcript turns among them are left out).
+SEARCH_DEPTH = 5
 
 _BLOCK_COLUMNS = (
     "id, session_id, kind, text, importance, pinned, tags, status, parent_id, created_at, "
@@ -131,6 +138,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         self.last_similarity: SimilarPairs | None = None
         self._vectors: tuple[list[str], np.ndarray] | None = None
         self._usage: tuple[dt.datetime, set[str]] | None = None
+        self._recaller: Recaller | None = None
 
     @classmethod
     def open(cls, url: str, **options: Any) -> MemvaultGardenStore:
@@ -272,20 +280,19 @@ class MemvaultGardenStore(UnsupportedMixin):
         return [found[i] for i in ids if i in found]
 
     def search(self, text: str, limit: int = 10) -> list[MemoryItem]:
-        """Words of ``text`` (the three longest) must all occur; vectors rank when present."""
+        """Memory items as recall finds them for ``text`` (:mod:`memvault.recall`: keywords
+        and vectors, ranked as an agent's recall ranks them); transcript turns left out."""
         self.require(Capability.SEARCH)
-        words = sorted({w for w in text.lower().split() if len(w) >= 4}, key=len, reverse=True)[:3]
-        if not words:
-            return []
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        where = [f"kind NOT IN ({kinds})", "status = 'active'"]
-        params: dict[str, Any] = {}
-        for n, word in enumerate(words):
-            where.append(f"lower(text) LIKE :w{n}")
-            params[f"w{n}"] = f"%{word.strip('.,;:!?()[]')}%"
-        return self._items(
-            " AND ".join(where), params, f"ORDER BY updated_at DESC, id LIMIT {int(limit)}"
-        )
+        from memvault.recall.recaller import Recaller
+
+        if self._recaller is None:
+            self._recaller = Recaller(self._embedder_for())
+        self._recaller.mark_stale()  # this adapter writes to the store between searches
+        hits, _ = self._recaller.search(self.store, text, [], int(limit) * SEARCH_DEPTH)
+        memory = self.get_items([h.block_id for h in hits])
+        return [i for i in memory if i.status == "active" and i.kind not in TRANSCRIPT_KINDS][
+            : int(limit)
+        ]
 
     # -- writing items --------------------------------------------------------------------
 
@@ -394,40 +401,23 @@ class MemvaultGardenStore(UnsupportedMixin):
         if self._vectors is not None:
             return self._vectors
         embedder = self._embedder_for()
-        self._embed_stale(embedder)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        frame = self.store.fetch_df(
-            "SELECT e.target_id, e.vector FROM embeddings e JOIN blocks b ON b.id = e.target_id "
-            f"WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' "
-            f"AND b.kind NOT IN ({kinds}) ORDER BY e.target_id",
-            {"m": embedder.model_name},
-        )
-        if frame.is_empty():
-            self._vectors = ([], np.zeros((0, embedder.dim), dtype=np.float32))
-        else:
-            matrix = np.frombuffer(b"".join(frame["vector"].to_list()), dtype=np.float32)
-            self._vectors = (frame["target_id"].to_list(), matrix.reshape(frame.height, -1))
+        memory = [str(r[0]) for r in self.store.fetch(
+            f"SELECT id FROM blocks b WHERE b.status = 'active' AND {self._kinds_sql()} ORDER BY id"
+        )]  # fmt: skip
+        self._embed_stale(embedder, memory)
+        ids, matrix = load_vectors(self.store, "block", embedder.model_name, ids=memory)
+        if not ids:
+            matrix = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._vectors = (ids, matrix)
         return self._vectors
 
-    def _embed_stale(self, embedder: Embedder, batch_size: int = 512) -> int:
-        """Vectors for memory items that have none of this model, or one of an older text
-        (derived data, written like the collector's; transcript turns are not embedded here)."""
-        from memvault.paths import sql_text
-        from memvault.vectors import TARGETS, write_vectors
-
-        # The text recall searches a block by (its original once it is a digest), as the
-        # collector embeds it: otherwise the two would overwrite each other's vectors.
-        table, column = TARGETS["block"]
-        stale_sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        todo = self.store.fetch_df(
-            f"SELECT s.id, s.text, s.text_hash FROM ({stale_sql}) s JOIN blocks b ON b.id = s.id "
-            f"WHERE b.kind NOT IN ({kinds})",
-            {"kind": "block", "model": embedder.model_name},
-        )
+    def _embed_stale(self, embedder: Embedder, memory: list[str], batch_size: int = 512) -> int:
+        """Vectors for memory items that have none of this model, or one of an older text:
+        derived data, written by the collector's own functions (:mod:`memvault.vectors`, which
+        embeds the text recall searches a block by); transcript turns are not embedded here."""
+        todo = stale_texts(self.store, "block", embedder.model_name, ids=memory)
         for start in range(0, todo.height, batch_size):
-            batch = todo.slice(start, batch_size)
-            write_vectors(self.store, embedder, "block", batch)
+            write_vectors(self.store, embedder, "block", todo.slice(start, batch_size))
         return todo.height
 
     def duplicate_candidates(
