@@ -507,14 +507,9 @@ class MemvaultGardenStore(UnsupportedMixin):
     def add_fact(self, ctx: WriteContext, fact: NewFact) -> Change:
         self.require(Capability.KG_ADD)
         now = utcnow()
-        is_entity = bool(
-            self.store.fetch("SELECT 1 FROM entities WHERE id = :o", {"o": fact.object})
-        )
-        label = fact.object
-        if is_entity:
-            label = self.store.fetch("SELECT name FROM entities WHERE id = :o", {"o": fact.object})[
-                0
-            ][0]
+        entity = self.store.get_row("entities", fact.object)
+        is_entity = entity is not None
+        label = entity["name"] if entity is not None else fact.object
         row = {
             "id": f"tri_garden_{_short_hash(fact.subject, fact.predicate, fact.object, fact.valid_at)}",
             "subject_id": fact.subject,
@@ -611,10 +606,8 @@ class MemvaultGardenStore(UnsupportedMixin):
             target = merged[-1] if merged else None
             if target is None or target != pointer:
                 return []
-            alive = self.store.fetch(
-                "SELECT 1 FROM blocks WHERE id = :t AND status = 'active'", {"t": target}
-            )
-            if not alive:
+            alive = self.store.get_row("blocks", target)
+            if alive is None or alive["status"] != "active":
                 return []
             return [LinkCandidate(target, "parent", f"{parent_id} was merged into {target}")]
         if node.problem == "no session":
@@ -711,9 +704,7 @@ class MemvaultGardenStore(UnsupportedMixin):
             )
         schema = _pg_schema(backend)
         snapshot = ident(f"{schema[:36]}_bk_{stamp.replace('T', '')}")  # ≤ 63 chars
-        tables = [r[0] for r in self.store.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
-            "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": schema})]  # fmt: skip
+        tables = _schema_tables(self.store, schema)
         with backend.transaction():
             backend.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             backend.execute(f"CREATE SCHEMA {snapshot}")
@@ -776,6 +767,13 @@ class MemvaultGardenStore(UnsupportedMixin):
         return self.read_artifact(rows[0][0]) if rows else None
 
 
+def _schema_tables(store: Store, schema: str) -> list[str]:
+    """The base tables of a PostgreSQL schema, by name."""
+    return [str(r[0]) for r in store.fetch(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
+        "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": schema})]  # fmt: skip
+
+
 def _pg_schema(backend: object) -> str:
     from memvault.store.backends import PostgresBackend
 
@@ -810,9 +808,7 @@ def restore_backup(ref: BackupRef | str, target_url: str) -> Store:
         schema = _pg_schema(backend)
         if schema == snapshot:
             raise StoreError("restore into another schema than the snapshot's")
-        tables = [r[0] for r in target.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
-            "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": snapshot})]  # fmt: skip
+        tables = _schema_tables(target, snapshot)
         with backend.transaction():
             for table in tables:
                 if table == "schema_version":
