@@ -424,7 +424,9 @@ def reflect(
     gaps = [reflected_gap(gap, known.get(gap.signature)) for gap in result.gaps]
     with store.mutation(run_id, "dream_reflect") as m:
         result.insights_written = len(m.insert("blocks", insights, reason="dream reflect"))
-    written = record_gaps(store, run_id, gaps, phase="dream_reflect", reason="dream reflect")
+        written = record_gaps(
+            store, run_id, gaps, phase="dream_reflect", reason="dream reflect", into=m
+        )
     result.gaps_opened, result.gaps_updated, result.gaps_answered = (
         written.opened,
         written.updated,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ import polars as pl
 from memvault.ids import stable_id
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.audit import Mutation
 
 #: The owner talks about A "often": in at least this many distinct sessions.
 MIN_VISITS = 5
@@ -224,12 +226,14 @@ def record_gaps(
     phase: str,
     reason: str,
     answered_ids: Iterable[str] = (),
+    into: Mutation | None = None,
 ) -> GapWrites:
     """The one way a gap is written, whoever found it (the profile's rules, the dream's
     reflection): one row per gap id; a new gap opens (``answered`` already when the data
     answered it), a recall gap's fail count follows the log, an open gap the data now
     answers (``answered_at``, or its id in ``answered_ids``) is marked answered. Nothing is
-    filled in. ``gaps`` are dicts as :func:`recall_gaps` returns them."""
+    filled in. ``gaps`` are dicts as :func:`recall_gaps` returns them; ``into``: a caller's
+    open mutation to write in (one transaction with what it writes), else one of our own."""
     now = utcnow()
     existing = {
         r["id"]: r
@@ -274,7 +278,7 @@ def record_gaps(
     for gid in answered_ids:
         answers.setdefault(gid, now)
     written = GapWrites()
-    with store.mutation(run_id, phase) as m:
+    with nullcontext(into) if into is not None else store.mutation(run_id, phase) as m:
         if inserts:
             frame = pl.DataFrame(
                 inserts,
