@@ -8,6 +8,7 @@ import dagster as dg
 from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
+from memvault.references import dangling_counts
 from memvault.store.tables import COUNTED_TABLES
 from memvault.vectors import embed_missing
 from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
@@ -78,7 +79,7 @@ def collected_sessions(
 )
 def references_resolve(store: StoreResource) -> dg.AssetCheckResult:
     with store.open() as opened:
-        dangling = {name: int(n) for name, n in opened.query("dangling_references").iter_rows()}
+        dangling = dangling_counts(opened)
     return dg.AssetCheckResult(
         passed=not any(dangling.values()),
         metadata={

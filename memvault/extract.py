@@ -19,6 +19,7 @@ from typing import Protocol
 
 from memvault.normalize import canonical_name
 from memvault.records import BlockRecord, EntityRecord, MentionRecord
+from memvault.text_tokens import STOPWORDS as FUNCTION_WORDS
 
 # ---------------------------------------------------------------------------
 # Data tables. Gazetteer entries are "Canonical | other spelling | ...", one
@@ -108,17 +109,18 @@ GAZETTEER: tuple[tuple[str, bool, str], ...] = (
     ("concept", False, CONCEPTS_ANY_CASE),
 )
 
-#: Capitalized words that are never an entity by themselves (compared case-folded); the
-#: verbs keep a sentence like "Use Grafana" or "Ask Lena" from passing as a person's name.
+#: Capitalized words that are never an entity by themselves (compared case-folded): the
+#: function words (:data:`memvault.text_tokens.STOPWORDS`) and these; the verbs keep a
+#: sentence like "Use Grafana" or "Ask Lena" from passing as a person's name.
 STOPWORD_TABLE = """
-    i me my mine myself we us our ours you your yours he him his she her hers it its they them
-    their theirs this that these those who whom whose which what where when why how
-    a an the and or but nor so yet if then else than because since while though although
-    of in on at to for from by with about into onto over under after before between through
-    during without within along across behind beyond up down out off again once also too very
-    is am are was were be been being have has had do does did will would shall should can could
-    may might must not no yes ok okay sure thanks thank please hi hello hey dear cheers
-    all any both each every few more most other some such only own same just now here there
+    mine myself ours yours he him his she her hers
+    theirs whom whose
+    but nor yet if else because since while though although
+    onto after before between through
+    during without within along across behind beyond up down out off again once too
+    am would shall
+    may might must yes ok okay sure thanks thank please hi hello hey dear cheers
+    both each few other such only own same now here
     today tomorrow yesterday tonight morning afternoon evening night week month year
     first second third next last finally actually maybe perhaps however therefore meanwhile
     still already anyway otherwise instead indeed great good nice cool fine done
@@ -129,7 +131,7 @@ STOPWORD_TABLE = """
     january february march april june july august september october november december
     mr mrs ms dr prof sir madam
 """
-STOPWORDS = frozenset(STOPWORD_TABLE.split())
+STOPWORDS = FUNCTION_WORDS | frozenset(STOPWORD_TABLE.split())
 
 #: Words after which a period does not end the sentence.
 ABBREVIATIONS = frozenset(

@@ -10,7 +10,7 @@ so tiering re-embeds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,11 +37,19 @@ class EmbedReport:
     total: dict[str, int]
 
 
-def stale_texts(store: Store, kind: str, model: str) -> pl.DataFrame:
-    """Active items of ``kind`` without a current vector of ``model``: columns id, text, text_hash."""
+def stale_texts(
+    store: Store, kind: str, model: str, *, ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Active items of ``kind`` (of ``ids`` when given) without a current vector of
+    ``model``: columns id, text, text_hash."""
     table, column = TARGETS[kind]
     sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
-    return store.fetch_df(sql, {"kind": kind, "model": model})
+    if ids is None:
+        return store.fetch_df(sql, {"kind": kind, "model": model})
+    return store.fetch_df(
+        f"SELECT * FROM ({sql}) s WHERE s.id = ANY(CAST(:ids AS TEXT[])) ORDER BY s.id",
+        {"kind": kind, "model": model, "ids": list(ids) or [""]},
+    )
 
 
 def write_vectors(store: Store, embedder: Embedder, kind: str, batch: pl.DataFrame) -> None:
@@ -99,11 +107,16 @@ def embed_missing(
     return EmbedReport(model=embedder.model_name, dim=embedder.dim, embedded=embedded, total=counts)
 
 
-def load_vectors(store: Store, kind: str, model: str) -> tuple[list[str], np.ndarray]:
-    """All stored vectors of one kind and model, as ids and an (n, dim) float32 matrix."""
+def load_vectors(
+    store: Store, kind: str, model: str, *, ids: Sequence[str] | None = None
+) -> tuple[list[str], np.ndarray]:
+    """All stored vectors of one kind and model (of ``ids`` when given), as ids in order and
+    an (n, dim) float32 matrix."""
+    only = "" if ids is None else " AND target_id = ANY(CAST(:ids AS TEXT[]))"
     df = store.fetch_df(
-        "SELECT target_id, vector FROM embeddings WHERE target_kind = :k AND model = :m ORDER BY target_id",
-        {"k": kind, "m": model},
+        "SELECT target_id, vector FROM embeddings WHERE target_kind = :k AND model = :m"
+        f"{only} ORDER BY target_id",
+        {"k": kind, "m": model} | ({} if ids is None else {"ids": list(ids) or [""]}),
     )
     if df.is_empty():
         return [], np.zeros((0, 0), dtype=np.float32)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,7 +33,7 @@ from memvault.ids import stable_id
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
-from memvault.profile.gaps import gap_id, recall_gaps
+from memvault.profile.gaps import recall_gaps, record_gaps
 from memvault.recall.result import CITES
 from memvault.store import Store
 
@@ -312,6 +312,8 @@ class ReflectResult:
     insights_written: int = 0
     gaps_opened: int = 0
     gaps_updated: int = 0
+    #: Gaps the reflection named that the data had answered since (recorded as answered).
+    gaps_answered: int = 0
     #: LLM insights not stored, per reason (:data:`INSIGHT_REFUSALS`).
     refused_by: dict[str, int] = field(default_factory=dict)
     #: Why the judge gave no reflection (the dream goes on without one).
@@ -418,47 +420,33 @@ def reflect(
         },
         schema_overrides={"created_at": pl.Datetime("us"), "updated_at": pl.Datetime("us")},
     ).unique("id", keep="first", maintain_order=True)
-    existing = dict(
-        (row[0], (row[1], row[2]))
-        for row in store.fetch(
-            "SELECT query_signature, id, fail_count FROM knowledge_gap WHERE query_signature = ANY(:s)",
-            {"s": [g.signature for g in result.gaps] or [""]},
-        )
-    )
-    failures = {f.signature: f for f in snapshot.recall_failures}
-    new_gaps, changed = [], []
-    for gap in result.gaps:
-        fail = failures.get(gap.signature)
-        count = fail.fail_count if fail else 0
-        last = fail.last_fail_at if fail else None
-        if gap.signature in existing:
-            row_id, old_count = existing[gap.signature]
-            if count and count != old_count:
-                changed.append({"id": row_id, "fail_count": count, "last_fail_at": last})
-            continue
-        new_gaps.append(
-            {
-                "id": gap_id(gap.kind, gap.signature),
-                "query_signature": gap.signature,
-                "kind": gap.kind,
-                "fail_count": count,
-                "first_fail_at": last,
-                "last_fail_at": last,
-                "status": "open",
-                "detail": json.dumps({"reason": gap.reason, "run_id": run_id}),
-            }
-        )
+    known = {g["signature"]: g for g in recall_gaps(store)}
+    gaps = [reflected_gap(gap, known.get(gap.signature)) for gap in result.gaps]
     with store.mutation(run_id, "dream_reflect") as m:
         result.insights_written = len(m.insert("blocks", insights, reason="dream reflect"))
-        if new_gaps:
-            result.gaps_opened = len(
-                m.insert("knowledge_gap", pl.DataFrame(new_gaps), reason="dream reflect")
-            )
-        if changed:
-            result.gaps_updated = m.update_many(
-                "knowledge_gap",
-                pl.DataFrame(changed),
-                action="update",
-                reason="more recall failures",
-            )
+        written = record_gaps(
+            store, run_id, gaps, phase="dream_reflect", reason="dream reflect", into=m
+        )
+    result.gaps_opened, result.gaps_updated, result.gaps_answered = (
+        written.opened,
+        written.updated,
+        written.answered,
+    )
     return result
+
+
+def reflected_gap(gap: GapItem, failing: dict[str, Any] | None) -> dict[str, Any]:
+    """A gap the reflection named, as the gap rules write it: a recall signature that is
+    failing carries the log's counts and dates, and its answer when one came since (the
+    reflection reads failures, not answers); anything else carries the reflection's reason."""
+    if failing is not None and gap.kind == "recall":
+        return failing | {"detail": failing["detail"] | {"reason": gap.reason}}
+    return {
+        "signature": gap.signature,
+        "kind": gap.kind,
+        "fail_count": 0,
+        "first_fail_at": None,
+        "last_fail_at": None,
+        "answered_at": None,
+        "detail": {"reason": gap.reason},
+    }

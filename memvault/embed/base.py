@@ -7,7 +7,7 @@ instead of silently mixing vector spaces; ``dim`` sizes the columns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,8 +31,11 @@ class Embedder(Protocol):
         ...
 
 
-def normalize_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length as float32; all-zero rows stay zero."""
-    vectors = np.asarray(vectors, dtype=np.float32)
+def normalize_rows(vectors: np.ndarray, dtype: type[np.floating[Any]] = np.float32) -> np.ndarray:
+    """Rows scaled to unit length (float32 unless ``dtype`` says otherwise); all-zero rows
+    stay zero. The one normalization of vectors: embedders, the graph's vector similarity,
+    the gardener's duplicate search and the semantic lint all scale rows by it, so a dot
+    product is a cosine everywhere."""
+    vectors = np.asarray(vectors, dtype=dtype)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0).astype(np.float32)
+    return vectors / np.where(norms > 0, norms, 1.0).astype(dtype)

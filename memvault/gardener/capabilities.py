@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memvault.gardener.adapter import ALL_CAPABILITIES, Capability, ToolInfo
+from memvault.text_tokens import words as text_words
 
-_WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -38,7 +38,7 @@ def _fold(word: str) -> str:
 def words(text: str) -> list[str]:
     """Lower-case folded words of a tool name or description."""
     text = _CAMEL.sub(" ", text)
-    return [_fold(w) for w in _WORD.findall(text.lower())]
+    return [_fold(w) for w in text_words(text)]
 
 
 def _forms(word: str) -> set[str]:

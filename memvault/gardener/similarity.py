@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from memvault.embed.base import normalize_rows
+
 #: Query × store products above which the exact path gives way to the index.
 EXACT_LIMIT = 1_500_000_000
 #: Neighbours fetched per query from the ANN index (duplicates are few per item).
@@ -44,12 +46,6 @@ class SimilarPairs:
 
     def __len__(self) -> int:
         return int(self.left.size)
-
-
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0).astype(np.float32)
 
 
 def _finish(
@@ -79,7 +75,7 @@ def exact_pairs(
 ) -> SimilarPairs:
     """Exact: every query row against every row, a block of queries at a time."""
     t0 = time.perf_counter()
-    x = _unit(matrix)
+    x = normalize_rows(np.ascontiguousarray(matrix))
     q = np.asarray(queries, dtype=np.int64)
     rows, cols, scores = [], [], []
     for start in range(0, q.size, _BLOCK_ROWS):
@@ -102,7 +98,7 @@ def ann_pairs(
     from usearch.index import Index
 
     t0 = time.perf_counter()
-    x = _unit(matrix)
+    x = normalize_rows(np.ascontiguousarray(matrix))
     q = np.asarray(queries, dtype=np.int64)
     index = Index(
         ndim=x.shape[1],
@@ -135,7 +131,7 @@ def lsh_pairs(
 ) -> SimilarPairs:
     """Sign random projections: only pairs sharing a bucket in some table are scored."""
     t0 = time.perf_counter()
-    x = _unit(matrix)
+    x = normalize_rows(np.ascontiguousarray(matrix))
     q = np.asarray(queries, dtype=np.int64)
     is_query = np.zeros(x.shape[0], dtype=bool)
     is_query[q] = True

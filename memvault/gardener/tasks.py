@@ -17,15 +17,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.judge.tasks import JudgeTask
+from memvault.text_tokens import ANY_SCRIPT_WORD, folded_words
 
 #: Merge only when at least this share of core meaning is shared (the curator's rule).
 SHARED_CORE_MIN = 0.85
-_TOKEN = re.compile(r"[\w']+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
-def tokens(text: str) -> list[str]:
-    return [t.casefold() for t in _TOKEN.findall(text)]
+#: What two memory texts are compared by: their words in any script, case-folded.
+tokens = folded_words
 
 
 def normalized(text: str) -> str:
@@ -308,7 +308,7 @@ class BloatScanReply(BaseModel):
 
 
 def _topic_phrase(sentence: str) -> str:
-    words = [w for w in _TOKEN.findall(sentence) if len(w) > 2][:6]
+    words = [w for w in ANY_SCRIPT_WORD.findall(sentence) if len(w) > 2][:6]
     return " ".join(words) or sentence[:40]
 
 

@@ -11,9 +11,11 @@ connected edges. Derived data: replaced in one transaction, not audited.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import igraph as ig
 import polars as pl
 
 from memvault.graph.config import GraphConfig
@@ -50,6 +52,23 @@ class CentralityReport:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in hidden}
 
 
+def personalized_pagerank(
+    graph: ig.Graph,
+    restart: Sequence[float],
+    *,
+    weights: Sequence[float] | str | None,
+    damping: float,
+) -> list[float]:
+    """PageRank of ``graph`` that restarts at the seeds in proportion to ``restart`` (one
+    value a vertex, zero for a vertex that is no seed); plain PageRank when no vertex is a
+    seed. The one place memvault computes it: the graph's ``ppr`` (seeds: recent entities)
+    and the daily profile's interests (seeds: what the owner said that day, weighted) call
+    it on their own graphs."""
+    if not any(restart):
+        return list(graph.pagerank(weights=weights, damping=damping))
+    return list(graph.personalized_pagerank(reset=list(restart), weights=weights, damping=damping))
+
+
 def recent_seeds(store: Store, sessions: int) -> list[str]:
     """Entities mentioned in the ``sessions`` most recent sessions."""
     return [str(r[0]) for r in store.fetch(RECENT_SEEDS_SQL, {"n": int(sessions)})]
@@ -81,13 +100,10 @@ def compute_centrality(
         reset = sorted({index[s] for s in seeds if s in index})
         report.seeds_in_graph = len(reset)
         pagerank = graph.pagerank(weights="weight", damping=config.damping)
-        ppr = (
-            graph.personalized_pagerank(
-                reset_vertices=reset, weights="weight", damping=config.damping
-            )
-            if reset
-            else list(pagerank)
-        )
+        restart = [0.0] * len(view.ids)
+        for vertex in reset:
+            restart[vertex] = 1.0
+        ppr = personalized_pagerank(graph, restart, weights="weight", damping=config.damping)
         degree = graph.degree()
     else:
         pagerank, ppr, degree = [], [], []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from memvault.embed.base import normalize_rows
 from memvault.graph import signals as sg
 from memvault.graph.config import SIGNALS, GraphConfig
 from memvault.store import Store
@@ -154,7 +155,7 @@ def inputs_from_frames(
         rows = code(pl.Series(vectors[0], dtype=pl.Utf8), id_series)
         ok = rows >= 0
         matrix = np.zeros((len(ids), vectors[1].shape[1]), dtype=np.float64)
-        matrix[rows[ok]] = sg.unit_rows(vectors[1][ok])
+        matrix[rows[ok]] = normalize_rows(vectors[1][ok], np.float64)
         has_vector[rows[ok]] = np.linalg.norm(matrix[rows[ok]], axis=1) > 0
     return Inputs(
         ids=ids,

@@ -346,13 +346,6 @@ def cosine_pairs(
     return out
 
 
-def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    """float64 rows scaled to length 1 (zero rows stay zero)."""
-    matrix = np.asarray(matrix, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
-
-
 def type_affinity_pairs(
     type_code: np.ndarray, matrix: np.ndarray, u: np.ndarray, v: np.ndarray
 ) -> np.ndarray:

@@ -27,6 +27,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.embed import Embedder
+from memvault.embed.base import normalize_rows
 from memvault.judge.base import Judge, ask_each
 from memvault.judge.tasks import JudgeTask
 from memvault.lint.findings import Finding, LintReport
@@ -190,8 +191,7 @@ def candidate_pairs(
         .to_list()
     )
     unique, index = np.unique(np.array(texts, dtype=object), return_inverse=True)
-    vectors = np.asarray(embedder.embed(list(unique)), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = normalize_rows(embedder.embed(list(unique)))
     vectors = vectors[index]
     known = {r[0] for r in store.fetch("SELECT id FROM conflict_verdicts")}
     ids = np.array(facts["id"].to_list(), dtype=object)

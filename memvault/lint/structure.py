@@ -5,7 +5,8 @@
 * ``cycle`` — a loop through a predicate declared ``acyclic`` (a reports_to b reports_to a);
 * ``malformed`` — a fact with an empty object, a predicate that is not snake_case, an end
   before its start, or an unknown status;
-* ``dangling_reference`` — a reference to a row that does not exist.
+* ``dangling_reference`` — a reference to a row that does not exist
+  (:mod:`memvault.references` says which references must resolve).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import igraph as ig
 
 from memvault.lint.findings import Finding, LintReport
 from memvault.orphans import find_orphans
+from memvault.references import dangling_references
 from memvault.store import Store
 from memvault.temporal.grounding import Grounding
 
@@ -35,26 +37,6 @@ SELECT id, subject_id, predicate,
        END AS problem
 FROM triples
 ) t WHERE problem IS NOT NULL
-"""
-
-_DANGLING_SQL = """
-SELECT 'triple.subject_id' AS reference, t.id AS row_id, t.subject_id AS points_at
-FROM triples t WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = t.subject_id)
-UNION ALL
-SELECT 'triple.object_id', t.id, t.object_id
-FROM triples t WHERE t.object_id IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = t.object_id)
-UNION ALL
-SELECT 'mention.entity_id', m.id, m.entity_id
-FROM mentions m WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = m.entity_id)
-UNION ALL
-SELECT 'mention.block_id', m.id, m.block_id
-FROM mentions m WHERE m.block_id IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.id = m.block_id)
-UNION ALL
-SELECT 'block.session_id', b.id, b.session_id
-FROM blocks b WHERE b.session_id IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = b.session_id)
 """
 
 
@@ -119,7 +101,7 @@ def lint_structure(
         for r in malformed.iter_rows(named=True)
         if r["problem"]
     ]  # fmt: skip
-    dangling = store.fetch_df(_DANGLING_SQL)
+    dangling = dangling_references(store)
     report.findings += [
         Finding(layer="L1", rule="dangling_reference", subject=r["row_id"],
                 evidence={"reference": r["reference"], "points_at": r["points_at"]},

@@ -1,8 +1,8 @@
 """Knowledge gaps (G1–G3): what the owner is missing, recorded and never filled by invention.
 
 Two rules open a gap; the dream's reflect stage reads the recall rule from here
-(:func:`recall_gaps`) and writes into the same table with the same ids, so both
-paths meet in one row per gap:
+(:func:`recall_gaps`), and both write through :func:`record_gaps` (one row per gap id,
+answered gaps recorded as answered), so both paths meet in one row per gap:
 
 * **recall** — the same query signature (intent plus the sorted entity ids)
   failing twice or more (verdict ``INCORRECT``). Once is not a gap.
@@ -21,7 +21,10 @@ change goes through the audited write path.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +33,7 @@ import polars as pl
 from memvault.ids import stable_id
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.audit import Mutation
 
 #: The owner talks about A "often": in at least this many distinct sessions.
 MIN_VISITS = 5
@@ -205,27 +209,50 @@ def structural_gaps(
     return gaps, visited
 
 
-def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> GapReport:
-    """Open new gaps, update fail counts, mark answered the ones the data answers."""
-    report = GapReport()
+@dataclass
+class GapWrites:
+    """What one :func:`record_gaps` call changed."""
+
+    opened: int = 0
+    updated: int = 0
+    answered: int = 0
+
+
+def record_gaps(
+    store: Store,
+    run_id: str,
+    gaps: list[dict[str, Any]],
+    *,
+    phase: str,
+    reason: str,
+    answered_ids: Iterable[str] = (),
+    into: Mutation | None = None,
+) -> GapWrites:
+    """The one way a gap is written, whoever found it (the profile's rules, the dream's
+    reflection): one row per gap id; a new gap opens (``answered`` already when the data
+    answered it), a recall gap's fail count follows the log, an open gap the data now
+    answers (``answered_at``, or its id in ``answered_ids``) is marked answered. Nothing is
+    filled in. ``gaps`` are dicts as :func:`recall_gaps` returns them; ``into``: a caller's
+    open mutation to write in (one transaction with what it writes), else one of our own."""
     now = utcnow()
-    recall = recall_gaps(store)
-    structural, visited = structural_gaps(store, min_visits=min_visits)
-    report.candidates = {"recall": len(recall), "structural": len(structural)}
     existing = {
         r["id"]: r
         for r in store.fetch_df(
-            "SELECT id, kind, query_signature, fail_count, last_fail_at, status, detail "
-            "FROM knowledge_gap"
+            "SELECT id, fail_count, status FROM knowledge_gap WHERE id = ANY(:ids)",
+            {"ids": [gap_id(g["kind"], g["signature"]) for g in gaps] or [""]},
         ).iter_rows(named=True)
     }
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
-    answers: list[dict[str, Any]] = []
-    for gap in recall + structural:
+    answers: dict[str, dt.datetime] = {}
+    opening: set[str] = set()
+    for gap in gaps:
         gid = gap_id(gap["kind"], gap["signature"])
         old = existing.get(gid)
         if old is None:
+            if gid in opening:
+                continue  # the same gap twice in one list: one row
+            opening.add(gid)
             answered = gap["answered_at"] is not None
             inserts.append(
                 {
@@ -241,20 +268,17 @@ def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> 
                 }
             )
             continue
-        if gap["kind"] == "recall" and int(old["fail_count"] or 0) != gap["fail_count"]:
+        count = gap["fail_count"]
+        if gap["kind"] == "recall" and count and int(old["fail_count"] or 0) != count:
             updates.append(
                 {"id": gid, "fail_count": gap["fail_count"], "last_fail_at": gap["last_fail_at"]}
             )
         if old["status"] == "open" and gap["answered_at"] is not None:
-            answers.append({"id": gid, "status": "answered", "answered_at": gap["answered_at"]})
-    # An open structural gap whose entity the owner now talks about is answered.
-    for gid, old in existing.items():
-        if old["kind"] != "structural" or old["status"] != "open":
-            continue
-        detail = json.loads(old["detail"] or "{}")
-        if detail.get("rule") == "neighbour_visit_bias" and detail.get("entity_id") in visited:
-            answers.append({"id": gid, "status": "answered", "answered_at": now})
-    with store.mutation(run_id, "knowledge_gaps") as m:
+            answers[gid] = gap["answered_at"]
+    for gid in answered_ids:
+        answers.setdefault(gid, now)
+    written = GapWrites()
+    with nullcontext(into) if into is not None else store.mutation(run_id, phase) as m:
         if inserts:
             frame = pl.DataFrame(
                 inserts,
@@ -264,23 +288,58 @@ def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> 
                     "answered_at": pl.Datetime("us"),
                 },
             )
-            report.opened = len(
-                m.insert("knowledge_gap", frame, action="gap-open", reason="knowledge gaps")
-            )
+            written.opened = len(m.insert("knowledge_gap", frame, action="gap-open", reason=reason))
         if updates:
-            report.updated = m.update_many(
+            written.updated = m.update_many(
                 "knowledge_gap",
                 pl.DataFrame(updates),
                 action="update",
                 reason="more recall failures",
             )
         if answers:
-            report.answered = m.update_many(
+            written.answered = m.update_many(
                 "knowledge_gap",
-                pl.DataFrame(answers, schema_overrides={"answered_at": pl.Datetime("us")}),
+                pl.DataFrame(
+                    [
+                        {"id": gid, "status": "answered", "answered_at": at}
+                        for gid, at in answers.items()
+                    ],
+                    schema_overrides={"answered_at": pl.Datetime("us")},
+                ),
                 action="gap-answered",
                 reason="the data now answers it (nothing was filled in)",
             )
+    return written
+
+
+def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> GapReport:
+    """Open new gaps, update fail counts, mark answered the ones the data answers."""
+    report = GapReport()
+    recall = recall_gaps(store)
+    structural, visited = structural_gaps(store, min_visits=min_visits)
+    report.candidates = {"recall": len(recall), "structural": len(structural)}
+    # An open structural gap whose entity the owner now talks about is answered.
+    answered = [
+        r["id"]
+        for r in store.fetch_df(
+            "SELECT id, detail FROM knowledge_gap WHERE kind = 'structural' AND status = 'open'"
+        ).iter_rows(named=True)
+        if (detail := json.loads(r["detail"] or "{}")).get("rule") == "neighbour_visit_bias"
+        and detail.get("entity_id") in visited
+    ]
+    written = record_gaps(
+        store,
+        run_id,
+        recall + structural,
+        phase="knowledge_gaps",
+        reason="knowledge gaps",
+        answered_ids=answered,
+    )
+    report.opened, report.updated, report.answered = (
+        written.opened,
+        written.updated,
+        written.answered,
+    )
     report.rows = list_gaps(store)
     for row in report.rows:
         if row["status"] == "open":

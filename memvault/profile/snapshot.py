@@ -32,6 +32,7 @@ import igraph as ig
 import numpy as np
 import polars as pl
 
+from memvault.graph.centrality import personalized_pagerank
 from memvault.graph.signals import normalize_co_occurrence
 from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, day_bounds, day_range
@@ -337,8 +338,9 @@ def _ppr(
     reset[position] = weights
     scores = np.round(
         np.asarray(
-            graph.personalized_pagerank(
-                reset=reset.tolist(),
+            personalized_pagerank(
+                graph,
+                reset.tolist(),
                 weights=normalize_co_occurrence(n, SATURATION).tolist() if len(n) else None,
                 damping=DAMPING,
             )

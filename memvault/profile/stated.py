@@ -16,20 +16,20 @@ before the history began is not evidence.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 
 import polars as pl
 
 from memvault.profile.interest import attention_frame
 from memvault.store import Store
+from memvault.text_tokens import words
 
 WINDOW = 30
-_NON_WORD = re.compile(r"[^0-9a-z]+")
 
 
 def _words(text: str) -> str:
-    return f" {_NON_WORD.sub(' ', text.lower()).strip()} "
+    """The text's words, one space around each (a name matches a statement as whole words)."""
+    return f" {' '.join(words(text))} "
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Tokens for entity matching: lower-case words and numbers (keyword search tokenizes with
+"""Tokens for entity matching: lower-case words and numbers (:mod:`memvault.text_tokens`;
+keyword search tokenizes with
 bm25s and a stemmer, see :mod:`memvault.recall.keywords`), and the text each block is
 searched by: its original text, also when tiering made its text a digest
 (:data:`SEARCH_TEXTS_SQL`): tiers decide what is shown, never what can be found.
@@ -6,9 +7,8 @@ searched by: its original text, also when tiering made its text a digest
 
 from __future__ import annotations
 
-import re
-
-TOKEN_PATTERN = r"[a-z0-9]+"
+from memvault.text_tokens import STOPWORDS as STOPWORDS
+from memvault.text_tokens import words as words
 
 #: What recall searches each block by (keywords and vectors): the original text a digest
 #: stands in for (``block_originals``), else the block's text; an expression over blocks ``b``
@@ -23,20 +23,3 @@ ORIGINALS_JOIN = "LEFT JOIN block_originals o ON o.id = b.id"
 SEARCH_TEXTS_SQL = (
     f"(SELECT b.id, b.status, b.created_at, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN})"
 )
-
-_TOKEN = re.compile(TOKEN_PATTERN)
-
-#: Words too common to say anything about which memory answers a query.
-STOPWORDS: frozenset[str] = frozenset((
-    "a", "about", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "being",
-    "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i",
-    "in", "into", "is", "it", "its", "just", "me", "my", "no", "not", "of", "on", "or", "our",
-    "should", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they",
-    "this", "those", "to", "us", "was", "we", "were", "what", "when", "where", "which", "who",
-    "why", "will", "with", "you", "your",
-))  # fmt: skip
-
-
-def words(text: str) -> list[str]:
-    """Every token of ``text`` in order (stop words kept: names are matched on these)."""
-    return _TOKEN.findall(text.lower())

@@ -17,20 +17,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import pairwise
 
 import polars as pl
 
+from memvault.text_tokens import STOPWORDS
+
 GROUP = ["subject_id", "predicate"]
 
-#: Words that say nothing about which thing an object is.
-STOPWORDS = frozenset(
-    (
-        "a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with",
-        "from", "as", "is", "are", "be", "it", "its", "this", "that", "these", "those", "over",
-        "under", "into", "than", "then", "very", "more", "most", "less", "all", "any", "every",
-        "some", "no", "not",
-    )
-)  # fmt: skip
 _NON_WORD = re.compile(r"[^\w]+|_+")
 
 
@@ -143,6 +137,31 @@ def functional_timeline(rows: pl.DataFrame) -> pl.DataFrame:
     return out.join(change, on="id", how="left", maintain_order="left").drop(
         "next1_at", "next1_sig", "next2_at"
     )
+
+
+def stale_statements(rows: pl.DataFrame) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """What is stale in the timelines of ``rows`` (functional predicates), as pairs of ids.
+
+    ``rows`` needs ``id, subject_id, predicate, objkey, valid_at, created_at`` (``valid_at``
+    not null). Returns (``ended``, ``tied``): ``ended`` pairs a statement with the
+    statement of another object that ends it (:func:`functional_timeline`'s ``change_id``;
+    restatements of one object all end there); ``tied`` pairs statements of different
+    objects stated for the same time that nothing later ends (only a judge or a person can
+    say which holds), each with the next one of another object, in timeline order.
+    """
+    if rows.is_empty():
+        return [], []
+    timeline = functional_timeline(rows)
+    ended = [
+        (str(r["id"]), str(r["change_id"]))
+        for r in timeline.filter(pl.col("change_id").is_not_null()).iter_rows(named=True)
+    ]
+    tied: list[tuple[str, str]] = []
+    open_ties = timeline.filter(pl.col("tie") & pl.col("change_id").is_null())
+    for _, step in open_ties.group_by([*GROUP, "valid_at"], maintain_order=True):
+        firsts = step.unique("objkey", keep="first", maintain_order=True)["id"].to_list()
+        tied += [(str(a), str(b)) for a, b in pairwise(firsts)]
+    return ended, tied
 
 
 def follow_merges(rows: pl.DataFrame, max_hops: int = 64) -> pl.DataFrame:

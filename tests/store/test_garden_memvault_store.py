@@ -118,6 +118,18 @@ def test_writes_are_audited_and_archive_keeps_the_row(garden_store: MemvaultGard
     assert {"update", "archive", "expire", "create"} <= actions
 
 
+def test_search_is_recalls_search_over_memory_items(garden_store: MemvaultGardenStore) -> None:
+    """The garden store finds what recall finds (no search of its own), memories only."""
+    created = garden_store.create_item(
+        CTX, NewItem(text="The quokka sanctuary moved its feeding rota to Thursdays.")
+    )
+    hits = garden_store.search("when is the quokka feeding rota", limit=3)
+    assert hits and hits[0].id == created.target_id
+    assert all(h.kind not in ("user_turn", "assistant_turn") for h in hits)
+    garden_store.archive_item(CTX, created.target_id, pointer_to=None)
+    assert created.target_id not in [h.id for h in garden_store.search("quokka feeding rota")]
+
+
 def test_duplicate_candidates_match_brute_force(garden_store: MemvaultGardenStore) -> None:
     import numpy as np
 

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from memvault.embed import make_embedder
+from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
+from memvault.gardener.capabilities import survey
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.lint.confirm import unconfirmed_changes
 from memvault.lint.findings import open_findings
@@ -21,6 +23,7 @@ from memvault.lint.run import (
     run_structure,
 )
 from memvault.lint.semantic import ContradictionRequest
+from memvault.references import dangling_counts
 from memvault.review import ReviewPolicy, decide, list_items
 from memvault.store import Store, undo_run
 from memvault.temporal import apply_conflict_plan, plan_conflicts
@@ -81,6 +84,30 @@ def test_structure_finds_a_loop_a_dangling_reference_and_a_malformed_fact(
     rows = _findings(store, "L1")
     assert len(rows) == len(report.findings)
     assert open_findings(store, "L1") == {"cycle": 1, "malformed": 1}
+
+
+def test_a_block_whose_parent_is_gone_is_one_dangling_reference_for_lint_check_and_gardener(
+    store: Store, tmp_path: Path
+) -> None:
+    """The references that must resolve are one list: the lint, the collector's count and
+    the gardener's orphans see the same dangling parent."""
+    h = History()
+    h.entity("ada", "Ada")
+    h.fact("f1", "ada", "uses", "Vim", created="2025-01-02", text="Ada uses Vim.")
+    h.fact("f2", "ada", "likes", "tea", created="2025-01-03", text="Ada likes tea.")
+    h.ingest(store, tmp_path)
+    store.backend.execute("UPDATE blocks SET parent_id = 'blk_gone' WHERE id = 'blk_f2'")
+    begin_lint(store, "lint-parent-1")
+    report = run_structure(store, "lint-parent-1")
+    [dangling] = [f for f in report.findings if f.rule == "dangling_reference"]
+    assert dangling.subject == "blk_f2"
+    assert dangling.evidence == {"reference": "block.parent_id", "points_at": "blk_gone"}
+    counts = dangling_counts(store)
+    assert counts["block.parent_id"] == 1 and sum(counts.values()) == 1
+    assert set(counts) >= {"block.session_id", "mention.entity_id", "triple.subject_id"}
+    garden = MemvaultGardenStore(store)
+    garden.bind(survey(garden.name, garden.tools()).mapping)
+    assert [(o.id, o.problem) for o in garden.orphans(10)] == [("blk_f2", "parent missing")]
 
 
 def test_grounding_reports_a_range_violation_and_a_stable_predicate_that_keeps_changing(

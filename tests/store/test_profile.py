@@ -19,6 +19,8 @@ import pytest
 
 import memvault
 from memvault.demo.generator import DemoConfig, by_night, generate, write_jsonl
+from memvault.dream.orient import orient
+from memvault.dream.reflect import reflect, statistics_snapshot
 from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.profile import ProfileSettings, compute_snapshots, day_range, write_snapshots
@@ -248,6 +250,38 @@ def test_recall_gaps_open_on_the_second_failure_and_stay_recorded_once_answered(
     # Nothing was filled in: no memory or fact was written by the gap stage.
     written = store.fetch("SELECT DISTINCT target_table FROM audit_log WHERE run_id LIKE 'gaps-%'")
     assert written == [("knowledge_gap",)]
+
+
+def test_the_dream_records_a_failing_recall_answered_since_as_answered_in_the_profile_row(
+    store: Store, tmp_path: Path
+) -> None:
+    """The dream's reflection and the profile write gaps by one rule: a signature that
+    failed twice and was answered afterwards is recorded answered (the reflection used to
+    open it), one still failing opens with the log's counts and dates, and the profile's
+    run finds the same rows and changes nothing."""
+    s = Scenario()
+    for e in ("alpha", "beta"):
+        s.entity(e)
+    for day, entity in ((1, "alpha"), (2, "alpha"), (3, "beta"), (4, "beta")):
+        s.recall(day, "lookup", entity, "INCORRECT")
+    s.recall(5, "lookup", "alpha", "CORRECT")
+    s.ingest(store, tmp_path)
+    snapshot = statistics_snapshot(store, orient(store))
+    assert {f.signature for f in snapshot.recall_failures} == {"lookup|alpha", "lookup|beta"}
+    result = reflect(store, HeuristicJudge(), snapshot, "dream-gaps-1")
+    assert (result.gaps_opened, result.gaps_answered) == (2, 0)
+    rows = {g["query_signature"]: g for g in list_gaps(store)}
+    assert rows["lookup|alpha"]["status"] == "answered"
+    assert rows["lookup|alpha"]["answered_at"] == dt.datetime(2026, 5, 5, 11)
+    beta = rows["lookup|beta"]
+    assert (beta["status"], beta["fail_count"]) == ("open", 2)
+    assert (beta["first_fail_at"], beta["last_fail_at"]) == (
+        dt.datetime(2026, 5, 3, 11),
+        dt.datetime(2026, 5, 4, 11),
+    )
+    assert beta["id"] == gap_id("recall", "lookup|beta")
+    again = refresh_gaps(store, "gaps-after-dream")
+    assert (again.opened, again.updated, again.answered) == (0, 0, 0)
 
 
 def test_structural_gaps_follow_neighbour_visit_bias_inside_a_community(

@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -50,8 +50,13 @@ from memvault.gardener.adapter import (
 from memvault.gardener.similarity import SimilarPairs, similar_pairs
 from memvault.lifecycle.weights import block_weights, feedback_factor
 from memvault.normalize import utcnow
+from memvault.references import dangling_sql
 from memvault.store import Store
 from memvault.store.backends import ident, sql_literal
+from memvault.vectors import load_vectors, stale_texts, write_vectors
+
+if TYPE_CHECKING:
+    from memvault.recall.recaller import Recaller
 
 #: Block kinds that are transcript, not memory: the gardener leaves them to the lifecycle track.
 TRANSCRIPT_KINDS: tuple[str, ...] = ("user_turn", "assistant_turn", "system_turn", "tool_turn")
@@ -74,6 +79,9 @@ _TOOLS: tuple[tuple[str, str], ...] = (
     ("memvault_backup", "Snapshot (backup) of the whole store that can be restored."),
     ("memvault_save_artifact", "Save a text document (a report artifact) and read it back."),
 )  # fmt: skip
+
+#: Recall hits read per memory item asked for (transcript turns among them are left out).
+SEARCH_DEPTH = 5
 
 _BLOCK_COLUMNS = (
     "id, session_id, kind, text, importance, pinned, tags, status, parent_id, created_at, "
@@ -130,6 +138,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         self.last_similarity: SimilarPairs | None = None
         self._vectors: tuple[list[str], np.ndarray] | None = None
         self._usage: tuple[dt.datetime, set[str]] | None = None
+        self._recaller: Recaller | None = None
 
     @classmethod
     def open(cls, url: str, **options: Any) -> MemvaultGardenStore:
@@ -271,20 +280,19 @@ class MemvaultGardenStore(UnsupportedMixin):
         return [found[i] for i in ids if i in found]
 
     def search(self, text: str, limit: int = 10) -> list[MemoryItem]:
-        """Words of ``text`` (the three longest) must all occur; vectors rank when present."""
+        """Memory items as recall finds them for ``text`` (:mod:`memvault.recall`: keywords
+        and vectors, ranked as an agent's recall ranks them); transcript turns left out."""
         self.require(Capability.SEARCH)
-        words = sorted({w for w in text.lower().split() if len(w) >= 4}, key=len, reverse=True)[:3]
-        if not words:
-            return []
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        where = [f"kind NOT IN ({kinds})", "status = 'active'"]
-        params: dict[str, Any] = {}
-        for n, word in enumerate(words):
-            where.append(f"lower(text) LIKE :w{n}")
-            params[f"w{n}"] = f"%{word.strip('.,;:!?()[]')}%"
-        return self._items(
-            " AND ".join(where), params, f"ORDER BY updated_at DESC, id LIMIT {int(limit)}"
-        )
+        from memvault.recall.recaller import Recaller
+
+        if self._recaller is None:
+            self._recaller = Recaller(self._embedder_for())
+        self._recaller.mark_stale()  # this adapter writes to the store between searches
+        hits, _ = self._recaller.search(self.store, text, [], int(limit) * SEARCH_DEPTH)
+        memory = self.get_items([h.block_id for h in hits])
+        return [i for i in memory if i.status == "active" and i.kind not in TRANSCRIPT_KINDS][
+            : int(limit)
+        ]
 
     # -- writing items --------------------------------------------------------------------
 
@@ -393,40 +401,23 @@ class MemvaultGardenStore(UnsupportedMixin):
         if self._vectors is not None:
             return self._vectors
         embedder = self._embedder_for()
-        self._embed_stale(embedder)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        frame = self.store.fetch_df(
-            "SELECT e.target_id, e.vector FROM embeddings e JOIN blocks b ON b.id = e.target_id "
-            f"WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' "
-            f"AND b.kind NOT IN ({kinds}) ORDER BY e.target_id",
-            {"m": embedder.model_name},
-        )
-        if frame.is_empty():
-            self._vectors = ([], np.zeros((0, embedder.dim), dtype=np.float32))
-        else:
-            matrix = np.frombuffer(b"".join(frame["vector"].to_list()), dtype=np.float32)
-            self._vectors = (frame["target_id"].to_list(), matrix.reshape(frame.height, -1))
+        memory = [str(r[0]) for r in self.store.fetch(
+            f"SELECT id FROM blocks b WHERE b.status = 'active' AND {self._kinds_sql()} ORDER BY id"
+        )]  # fmt: skip
+        self._embed_stale(embedder, memory)
+        ids, matrix = load_vectors(self.store, "block", embedder.model_name, ids=memory)
+        if not ids:
+            matrix = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._vectors = (ids, matrix)
         return self._vectors
 
-    def _embed_stale(self, embedder: Embedder, batch_size: int = 512) -> int:
-        """Vectors for memory items that have none of this model, or one of an older text
-        (derived data, written like the collector's; transcript turns are not embedded here)."""
-        from memvault.paths import sql_text
-        from memvault.vectors import TARGETS, write_vectors
-
-        # The text recall searches a block by (its original once it is a digest), as the
-        # collector embeds it: otherwise the two would overwrite each other's vectors.
-        table, column = TARGETS["block"]
-        stale_sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        todo = self.store.fetch_df(
-            f"SELECT s.id, s.text, s.text_hash FROM ({stale_sql}) s JOIN blocks b ON b.id = s.id "
-            f"WHERE b.kind NOT IN ({kinds})",
-            {"kind": "block", "model": embedder.model_name},
-        )
+    def _embed_stale(self, embedder: Embedder, memory: list[str], batch_size: int = 512) -> int:
+        """Vectors for memory items that have none of this model, or one of an older text:
+        derived data, written by the collector's own functions (:mod:`memvault.vectors`, which
+        embeds the text recall searches a block by); transcript turns are not embedded here."""
+        todo = stale_texts(self.store, "block", embedder.model_name, ids=memory)
         for start in range(0, todo.height, batch_size):
-            batch = todo.slice(start, batch_size)
-            write_vectors(self.store, embedder, "block", batch)
+            write_vectors(self.store, embedder, "block", todo.slice(start, batch_size))
         return todo.height
 
     def duplicate_candidates(
@@ -516,14 +507,9 @@ class MemvaultGardenStore(UnsupportedMixin):
     def add_fact(self, ctx: WriteContext, fact: NewFact) -> Change:
         self.require(Capability.KG_ADD)
         now = utcnow()
-        is_entity = bool(
-            self.store.fetch("SELECT 1 FROM entities WHERE id = :o", {"o": fact.object})
-        )
-        label = fact.object
-        if is_entity:
-            label = self.store.fetch("SELECT name FROM entities WHERE id = :o", {"o": fact.object})[
-                0
-            ][0]
+        entity = self.store.get_row("entities", fact.object)
+        is_entity = entity is not None
+        label = entity["name"] if entity is not None else fact.object
         row = {
             "id": f"tri_garden_{_short_hash(fact.subject, fact.predicate, fact.object, fact.valid_at)}",
             "subject_id": fact.subject,
@@ -573,7 +559,8 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def orphans(self, limit: int = 10) -> list[OrphanNode]:
         """Worst first: children of merged-away items, dangling parents, memories without a
-        session. (Orphan entities are the dream's: it archives them and revives them.)"""
+        session (none, or a dangling one: :mod:`memvault.references`). (Orphan entities are
+        the dream's: it archives them and revives them.)"""
         self.require(Capability.STRUCTURE)
         kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
         found: list[OrphanNode] = []
@@ -585,13 +572,14 @@ class MemvaultGardenStore(UnsupportedMixin):
             ),
             (
                 "parent missing",
-                "SELECT b.id, b.text FROM blocks b LEFT JOIN blocks p ON p.id = b.parent_id "
-                "WHERE b.status = 'active' AND b.parent_id IS NOT NULL AND p.id IS NULL",
+                f"SELECT b.id, b.text FROM ({dangling_sql('block.parent_id')}) d "
+                "JOIN blocks b ON b.id = d.row_id WHERE b.status = 'active'",
             ),
             (
                 "no session",
-                "SELECT b.id, b.text FROM blocks b LEFT JOIN sessions s ON s.id = b.session_id "
-                f"WHERE b.status = 'active' AND b.kind NOT IN ({kinds}) AND s.id IS NULL",
+                f"SELECT b.id, b.text FROM blocks b WHERE b.status = 'active' "
+                f"AND b.kind NOT IN ({kinds}) AND (b.session_id IS NULL OR b.id IN "
+                f"(SELECT row_id FROM ({dangling_sql('block.session_id')}) d))",
             ),
         )
         for problem, sql in queries:
@@ -618,10 +606,8 @@ class MemvaultGardenStore(UnsupportedMixin):
             target = merged[-1] if merged else None
             if target is None or target != pointer:
                 return []
-            alive = self.store.fetch(
-                "SELECT 1 FROM blocks WHERE id = :t AND status = 'active'", {"t": target}
-            )
-            if not alive:
+            alive = self.store.get_row("blocks", target)
+            if alive is None or alive["status"] != "active":
                 return []
             return [LinkCandidate(target, "parent", f"{parent_id} was merged into {target}")]
         if node.problem == "no session":
@@ -718,9 +704,7 @@ class MemvaultGardenStore(UnsupportedMixin):
             )
         schema = _pg_schema(backend)
         snapshot = ident(f"{schema[:36]}_bk_{stamp.replace('T', '')}")  # ≤ 63 chars
-        tables = [r[0] for r in self.store.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
-            "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": schema})]  # fmt: skip
+        tables = _schema_tables(self.store, schema)
         with backend.transaction():
             backend.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             backend.execute(f"CREATE SCHEMA {snapshot}")
@@ -783,6 +767,13 @@ class MemvaultGardenStore(UnsupportedMixin):
         return self.read_artifact(rows[0][0]) if rows else None
 
 
+def _schema_tables(store: Store, schema: str) -> list[str]:
+    """The base tables of a PostgreSQL schema, by name."""
+    return [str(r[0]) for r in store.fetch(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
+        "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": schema})]  # fmt: skip
+
+
 def _pg_schema(backend: object) -> str:
     from memvault.store.backends import PostgresBackend
 
@@ -817,9 +808,7 @@ def restore_backup(ref: BackupRef | str, target_url: str) -> Store:
         schema = _pg_schema(backend)
         if schema == snapshot:
             raise StoreError("restore into another schema than the snapshot's")
-        tables = [r[0] for r in target.fetch(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
-            "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": snapshot})]  # fmt: skip
+        tables = _schema_tables(target, snapshot)
         with backend.transaction():
             for table in tables:
                 if table == "schema_version":

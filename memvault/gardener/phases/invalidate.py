@@ -5,7 +5,9 @@ are judged by the rule; a multi-valued predicate ("knows", "uses_tool") has
 many true objects at once and is left alone. Within a group the facts are
 ordered by valid time; each is superseded by the next one with a different
 object and a *later* valid time (``invalid_at`` = that fact's ``valid_at``,
-the timeline kept). Two different objects at the same time are uncertain.
+the timeline kept). Two different objects at the same time are uncertain. This
+is the temporal timeline's rule (:func:`memvault.temporal.timeline.stale_statements`),
+the one memvault's own store is resolved by.
 
 Tend-and-propose proposes (approved proposals execute at the next run);
 autonomous executes the clear cases. A store that cannot invalidate gets the
@@ -16,9 +18,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+import polars as pl
+
 from memvault.gardener.adapter import Capability, Fact, FactQuery
 from memvault.gardener.phases.base import PhaseContext, preview
 from memvault.gardener.report import OpLine
+from memvault.temporal.timeline import normalize_object, stale_statements
 
 
 def _label(fact: Fact) -> str:
@@ -27,25 +32,48 @@ def _label(fact: Fact) -> str:
     )
 
 
+def _naive(when: dt.datetime) -> dt.datetime:
+    return when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
 def supersessions(facts: list[Fact]) -> tuple[list[tuple[Fact, Fact]], list[tuple[Fact, Fact]]]:
-    """(clear, uncertain) pairs (old, new) of one subject + predicate's active facts."""
+    """(clear, uncertain) pairs (old, new) of one subject + predicate's active facts.
+
+    Stale means what it means on memvault's own timeline
+    (:func:`memvault.temporal.timeline.stale_statements`): a fact is ended by the next
+    fact of another object (objects compared by their normalized wording), restatements
+    included; facts of different objects for the same time are uncertain. A fact with no
+    valid time stands at the time the store first had it; one with no time at all is
+    uncertain against the next fact of another object."""
     far = dt.datetime.min
+    timed = [f for f in facts if (f.valid_at or f.created_at) is not None]
+    by_id = {f.id: f for f in timed}
+    frame = pl.DataFrame(
+        {
+            "id": [f.id for f in timed],
+            "subject_id": [f.subject for f in timed],
+            "predicate": [f.predicate for f in timed],
+            "objkey": [normalize_object(str(f.object)) for f in timed],
+            "valid_at": [_naive(f.valid_at or f.created_at or far) for f in timed],
+            "created_at": [_naive(f.created_at or far) for f in timed],
+        },
+        schema={"id": pl.Utf8, "subject_id": pl.Utf8, "predicate": pl.Utf8, "objkey": pl.Utf8,
+                "valid_at": pl.Datetime("us"), "created_at": pl.Datetime("us")},
+    )  # fmt: skip
+    ended, tied = stale_statements(frame)
+    clear = [(by_id[a], by_id[b]) for a, b in ended]
+    uncertain = [(by_id[a], by_id[b]) for a, b in tied]
     ordered = sorted(
         facts, key=lambda f: (f.valid_at or f.created_at or far, f.created_at or far, f.id)
     )
-    clear: list[tuple[Fact, Fact]] = []
-    uncertain: list[tuple[Fact, Fact]] = []
     for n, old in enumerate(ordered):
-        when = old.valid_at or old.created_at
-        for new in ordered[n + 1 :]:
-            if new.object == old.object:
-                continue
-            new_when = new.valid_at or new.created_at
-            if when is not None and new_when is not None and new_when > when:
-                clear.append((old, new))
-            else:
-                uncertain.append((old, new))
-            break
+        if (old.valid_at or old.created_at) is None:
+            key = normalize_object(str(old.object))
+            other = next(
+                (f for f in ordered[n + 1 :] if normalize_object(str(f.object)) != key), None
+            )
+            if other is not None:
+                uncertain.append((old, other))
     return clear, uncertain
 
 
