@@ -18,7 +18,6 @@ import polars as pl
 import pytest
 
 import memvault
-from memvault.demo.generator import DemoConfig, by_night, generate, write_jsonl
 from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.profile import ProfileSettings, compute_snapshots, day_range, write_snapshots
@@ -26,6 +25,7 @@ from memvault.profile.diary import TEMPLATE_LABEL, DiaryPage, write_diary
 from memvault.profile.gaps import gap_for, gap_id, list_gaps, refresh_gaps
 from memvault.profile.snapshot import CONTENT, read_snapshots
 from memvault.store import Store
+from memvault_demo.generator import DemoConfig, by_night, generate, write_jsonl
 
 END = dt.datetime(2026, 6, 20)
 
