@@ -19,10 +19,14 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
-from memvault.temporal.conflict_candidates import entity_names
-from memvault.temporal.conflict_judge import ConflictStatement, merge_refusal
-from memvault.temporal.conflict_model import ConflictAction, ConflictConfig, ConflictPlan, typed
-from memvault.temporal.conflict_review import proposal_json
+from memvault.temporal.conflict_judge import ConflictStatement, entity_names, merge_refusal
+from memvault.temporal.conflict_model import (
+    ConflictAction,
+    ConflictConfig,
+    ConflictPlan,
+    proposal_json,
+    typed,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

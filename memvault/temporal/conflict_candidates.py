@@ -11,14 +11,13 @@ statements, and two wordings of a multi-valued predicate that look like the same
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
 
 from memvault.store import Store
-from memvault.temporal.conflict_judge import ConflictStatement
+from memvault.temporal.conflict_judge import ConflictStatement, entity_names
 from memvault.temporal.conflict_model import ROW_SCHEMA, ConflictConfig, typed
 from memvault.temporal.conflict_rules import multi_duplicates, place_undated, preference_links
 from memvault.temporal.grounding import Grounding
@@ -160,17 +159,6 @@ def judged_statements(
             object_names=entity_names(row["object_name"], row["object_aliases"]),
         )
     return out
-
-
-def entity_names(name: str | None, aliases: str | None) -> list[str]:
-    """An object entity's name and aliases (stored as a JSON list), for the merge check."""
-    if name is None:
-        return []
-    try:
-        extra = json.loads(aliases or "[]")
-    except ValueError:
-        extra = []
-    return [name, *(str(x) for x in extra if isinstance(x, str))]
 
 
 def subject_names(store: Store, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:

@@ -9,6 +9,7 @@ so every stage can import it without importing another stage.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -117,6 +118,11 @@ class ConflictAction(BaseModel):
             "review": f"queue {self.target_id} / {self.other_id} for review",
         }[self.kind]
         return f"{what} ({self.subject_id} {self.predicate}; {who}): {self.reason}"
+
+
+def proposal_json(action: ConflictAction) -> str:
+    """The review item's proposal as stored (stable key order)."""
+    return json.dumps(action.proposal or {}, ensure_ascii=False, sort_keys=True, default=str)
 
 
 @dataclass

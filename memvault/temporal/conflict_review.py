@@ -11,7 +11,6 @@ every verdict and a deadline, and nothing changes. When a person approves it,
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Any
 
 from memvault.errors import JudgeError, MemvaultError
@@ -134,11 +133,6 @@ def failed_action(
         impact_inputs=pair.impact_inputs,
         review_kind="conflict",
     )
-
-
-def proposal_json(action: ConflictAction) -> str:
-    """The review item's proposal as stored (stable key order)."""
-    return json.dumps(action.proposal or {}, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def action_for_review(

@@ -26,6 +26,8 @@ import polars as pl
 from memvault.temporal.conflict_model import ActionKind, ConflictAction
 from memvault.temporal.timeline import GROUP, normalized_text
 
+# =========================================================================== what the rules find
+
 
 def _start() -> pl.Expr:
     """When a statement starts to hold: its valid_at, else when the store learned it."""
