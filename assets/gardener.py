@@ -16,7 +16,7 @@ from assets.common import OWNERS, STORE_POOL, kinds, md_table
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.run import Gardener, PhaseFailed
 from memvault.judge.store_cache import StoreJudgeCache
-from resources import JudgeResource
+from resources import JudgeResource, StoreResource
 from resources.gardener import GardenerResource
 
 GROUP = "gardener"
@@ -77,10 +77,13 @@ def _load(
     "the first run (and before every autonomous run).",
 )
 def garden_survey(
-    context: dg.AssetExecutionContext, gardener: GardenerResource, llm: JudgeResource
+    context: dg.AssetExecutionContext,
+    gardener: GardenerResource,
+    store: StoreResource,
+    llm: JudgeResource,
 ) -> dg.MaterializeResult:
     started = time.monotonic()
-    with gardener.open() as (ledger, stores):
+    with gardener.open(store) as (ledger, stores):
         judge = llm.build(cache=StoreJudgeCache(ledger.store))
         run_id = ledger.run_for_dagster(_root_run_id(context))
         if run_id is None:
@@ -121,10 +124,13 @@ def _phase_asset(phase: str, upstream: Any, description: str) -> dg.AssetsDefini
         retry_policy=dg.RetryPolicy(max_retries=1, delay=5),
     )
     def _asset(
-        context: dg.AssetExecutionContext, gardener: GardenerResource, llm: JudgeResource
+        context: dg.AssetExecutionContext,
+        gardener: GardenerResource,
+        store: StoreResource,
+        llm: JudgeResource,
     ) -> dg.MaterializeResult:
         started = time.monotonic()
-        with gardener.open() as (ledger, stores):
+        with gardener.open(store) as (ledger, stores):
             garden = _load(context, ledger, stores, llm)
             actions_before = dict(garden.state.actions)
             try:
@@ -202,10 +208,13 @@ garden_journal = _phase_asset(
     "fails this asset.",
 )
 def garden_report(
-    context: dg.AssetExecutionContext, gardener: GardenerResource, llm: JudgeResource
+    context: dg.AssetExecutionContext,
+    gardener: GardenerResource,
+    store: StoreResource,
+    llm: JudgeResource,
 ) -> dg.MaterializeResult:
     started = time.monotonic()
-    with gardener.open() as (ledger, stores):
+    with gardener.open(store) as (ledger, stores):
         garden = _load(context, ledger, stores, llm)
         result = garden.finish()
     context.log.info(result.report)
@@ -244,9 +253,9 @@ garden_nightly_schedule = dg.ScheduleDefinition(
     description="Every write of the garden run has its audit row, and the report was read back.",
 )
 def garden_run_audited(
-    context: dg.AssetCheckExecutionContext, gardener: GardenerResource
+    context: dg.AssetCheckExecutionContext, gardener: GardenerResource, store: StoreResource
 ) -> dg.AssetCheckResult:
-    with gardener.open() as (ledger, _stores):
+    with gardener.open(store) as (ledger, _stores):
         run_id = ledger.run_for_dagster(_root_run_id(context))
         if run_id is None:
             return dg.AssetCheckResult(passed=False, metadata={"problem": "no garden run found"})

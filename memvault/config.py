@@ -51,9 +51,13 @@ def unmasked_url(url: str) -> str:
 
 
 def dream_gate() -> tuple[float, int]:
-    """The dream's dual gate: ``MEMVAULT_DREAM_GATE_HOURS`` (24) and ``MEMVAULT_DREAM_GATE_SESSIONS`` (5)."""
-    hours = os.environ.get("MEMVAULT_DREAM_GATE_HOURS") or "24"
-    sessions = os.environ.get("MEMVAULT_DREAM_GATE_SESSIONS") or "5"
+    """The dream's dual gate: ``MEMVAULT_DREAM_GATE_HOURS`` and ``MEMVAULT_DREAM_GATE_SESSIONS``,
+    else ``DreamConfig``'s defaults (24 hours, 5 sessions)."""
+    from memvault.dream.config import DreamConfig
+
+    default = DreamConfig()
+    hours = os.environ.get("MEMVAULT_DREAM_GATE_HOURS") or str(default.gate_hours)
+    sessions = os.environ.get("MEMVAULT_DREAM_GATE_SESSIONS") or str(default.gate_sessions)
     try:
         return float(hours), int(sessions)
     except ValueError:

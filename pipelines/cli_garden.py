@@ -93,7 +93,7 @@ def _run(
     from memvault.gardener.state import MODES
     from pipelines import cli_common as base
     from pipelines.runner import failures, materializations, persistent_instance, run_job
-    from resources import GardenerResource
+    from resources import GardenerResource, StoreResource
 
     if mode not in MODES:
         raise MemvaultError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
@@ -102,10 +102,15 @@ def _run(
         u if is_mcp_url(u) else base.chosen_store(u) for u in store or [base.chosen_store(None)]
     ]
     ledger = base.chosen_store(ledger_url) if ledger_url else None
-    first_memvault = next((u for u in urls if not is_mcp_url(u)), None)
+    # The first memvault store is the `store` resource's (tended); the others are extra stores.
+    own = next((u for u in urls if not is_mcp_url(u)), None)
+    extra = list(urls)
+    if own is not None:
+        extra.remove(own)
+    home = StoreResource(url=own or ledger or base.chosen_store(None))
     settings = GardenerResource(
-        store_url=urls[0],
-        extra_stores=urls[1:],
+        tend_store=own is not None,
+        extra_stores=extra,
         ledger_url=ledger,
         mode=mode,
         max_mutations=max_mutations,
@@ -114,19 +119,19 @@ def _run(
     with base.err.status("gardening (garden_job) ..."):
         result = run_job(
             "garden_job",
-            first_memvault or ledger or base.chosen_store(None),
+            home.url,
             instance=persistent_instance(),
             gardener=settings,
             say=base.note,
         )
     report_meta = materializations(result).get("garden_report")
-    state = _state_of(settings, result.run_id)
+    state = _state_of(settings, home, result.run_id)
     if report_meta is not None:
         report = str(report_meta["report"]).removeprefix("```\n").removesuffix("```")
         outcome, summary = str(report_meta["outcome"]), str(report_meta["outcome_summary"])
     else:  # a phase failed: what was done so far, from the saved state
         cause = "; ".join(failures(result)) or "the run failed"
-        report = state.get("report_text") or _partial_report(settings, result.run_id)
+        report = state.get("report_text") or _partial_report(settings, home, result.run_id)
         outcome, summary = "failed", f"Memory gardening failed: {cause}"
         if not state.get("outcome"):  # the report never ran: the failed phase is the outcome
             state["outcome"] = Outcome("failed", summary, [(cause, False)]).as_dict()
@@ -156,19 +161,19 @@ def _run(
         raise typer.Exit(1)
 
 
-def _state_of(settings: Any, dagster_run_id: str) -> dict[str, Any]:
+def _state_of(settings: Any, home: Any, dagster_run_id: str) -> dict[str, Any]:
     """The garden run's saved state (empty when the run never got past its survey)."""
-    with settings.open() as (ledger, _stores):
+    with settings.open(home) as (ledger, _stores):
         run_id = ledger.run_for_dagster(dagster_run_id)
         return dict(ledger.load_state(run_id)) if run_id else {}
 
 
-def _partial_report(settings: Any, dagster_run_id: str) -> str:
+def _partial_report(settings: Any, home: Any, dagster_run_id: str) -> str:
     """The report of a run that did not finish, rendered from its saved state (not stored)."""
     from memvault.gardener.run import Gardener
     from memvault.judge import HeuristicJudge
 
-    with settings.open() as (ledger, stores):
+    with settings.open(home) as (ledger, stores):
         run_id = ledger.run_for_dagster(dagster_run_id)
         if run_id is None:
             return "# Gardening report — not started (the survey failed)\n"

@@ -20,12 +20,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 import memvault
 from memvault.config import DEMO_STORE
-from memvault.demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, save_settings
 from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
+from memvault_demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from pipelines.runner import (
     check_results,
     failures,

@@ -24,7 +24,7 @@ from memvault.config import masked_url
 from memvault.paths import data_file
 from memvault.profile.settings import ProfileSettings, day_range
 from pipelines.recovery import prepare_instance, process_tags
-from resources import GardenerResource, StoreResource
+from resources import StoreResource
 
 
 def dagster_home() -> Path:
@@ -52,10 +52,8 @@ def run_config_for(
     store_url: str, log_level: str = "WARNING", **overrides: dg.ConfigurableResource
 ) -> dict[str, Any]:
     """Run configuration that points a job's resources at ``store_url`` (password masked)."""
-    url = masked_url(store_url)
     chosen: dict[str, dg.ConfigurableResource] = {
-        "store": StoreResource(url=url),
-        "gardener": GardenerResource(store_url=url),
+        "store": StoreResource(url=masked_url(store_url)),
         **overrides,
     }
     return {

@@ -8,29 +8,33 @@ from pydantic import Field
 from memvault.config import dream_gate
 from memvault.dream.config import DreamConfig
 from memvault.temporal import ConflictConfig
+from resources.settings import setting
 
 
 class DreamResource(dg.ConfigurableResource):
     """Dream settings. The dual gate (hours and sessions) is read by the dream sensor and by
-    ``memvault dream``; the graph weights and the conflict threshold have their own defaults."""
+    ``memvault dream``; defaults, bounds and descriptions are those of ``DreamConfig`` and
+    ``ConflictConfig``, the graph weights those of ``GraphConfig``."""
 
     dry_run: bool = Field(
         default=False, description="Compute and log every decision, write nothing"
     )
-    gate_hours: float = Field(
+    gate_hours: float = setting(
+        DreamConfig,
+        "gate_hours",
         default_factory=lambda: dream_gate()[0],
         description="Dual gate: hours since the last successful dream (MEMVAULT_DREAM_GATE_HOURS)",
     )
-    gate_sessions: int = Field(
+    gate_sessions: int = setting(
+        DreamConfig,
+        "gate_sessions",
         default_factory=lambda: dream_gate()[1],
         description="Dual gate: new sessions since the last dream (MEMVAULT_DREAM_GATE_SESSIONS)",
     )
-    orphan_grace_days: float = Field(default=7.0, description="Orphans younger than this are kept")
-    confidence_threshold: float = Field(
-        default=0.7, description="Judge verdicts below this escalate, then go to review"
-    )
-    conflict_batch_size: int = Field(default=200, description="Conflict actions per transaction")
-    max_judged_pairs: int = Field(default=50, description="Pairs sent to the judge per dream")
+    orphan_grace_days: float = setting(DreamConfig, "orphan_grace_days")
+    confidence_threshold: float = setting(ConflictConfig, "confidence_threshold")
+    conflict_batch_size: int = setting(ConflictConfig, "batch_size")
+    max_judged_pairs: int = setting(ConflictConfig, "max_judged_pairs")
     graph: dict = Field(
         default_factory=dict,
         description="Overrides of the edge settings (weights, connect_threshold, ...), see GraphConfig",

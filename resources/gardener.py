@@ -9,29 +9,36 @@ import dagster as dg
 from pydantic import Field
 
 import memvault
-from memvault.config import masked_url, store_url
 from memvault.gardener.adapter import GardenStore
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.state import GardenConfig
+from resources.settings import setting
+from resources.store import StoreResource
 
 
 class GardenerResource(dg.ConfigurableResource):
-    """Stores to tend (default: the memvault store) and how; the ledger is a memvault store."""
+    """Stores to tend and how; the ledger is a memvault store. The memvault store is the
+    ``store`` resource's (one URL for every asset), tended unless ``tend_store`` is off."""
 
-    store_url: str = Field(
-        default_factory=lambda: masked_url(store_url()),
-        description="Store to tend (MEMVAULT_STORE; a password shows as ***)",
+    tend_store: bool = Field(
+        default=True,
+        description="Tend the memvault store of the store resource; off, only extra_stores are "
+        "tended (the ledger is still kept in a memvault store)",
     )
     extra_stores: list[str] = Field(
         default_factory=list, description="More stores to tend, e.g. mcp+stdio:<command line>"
     )
     ledger_url: str | None = Field(
         default=None,
-        description="memvault store for runs and proposals (default: the tended memvault store)",
+        description="memvault store for runs and proposals (default: the store resource's)",
     )
-    mode: str = Field(default="tend-and-propose", description="tend-and-propose or autonomous")
-    max_mutations: int = Field(default=25, ge=0, description="Mutation budget per run")
-    max_judgments: int = Field(default=50, ge=0, description="Judgment budget per run")
+    mode: str = setting(GardenConfig, "mode", description="tend-and-propose or autonomous")
+    max_mutations: int = setting(
+        GardenConfig, "max_mutations", ge=0, description="Mutation budget per run"
+    )
+    max_judgments: int = setting(
+        GardenConfig, "max_judgments", ge=0, description="Judgment budget per run"
+    )
     embedder: str | None = Field(default=None, description="Embedder spec for duplicate checks")
 
     def config(self) -> GardenConfig:
@@ -41,8 +48,12 @@ class GardenerResource(dg.ConfigurableResource):
             max_judgments=self.max_judgments,
         )
 
+    def urls(self, store: StoreResource) -> list[str]:
+        """The stores tended, in order: the memvault store first (when tended), then the rest."""
+        return [*([store.url] if self.tend_store else []), *self.extra_stores]
+
     @contextmanager
-    def open(self) -> Iterator[tuple[Ledger, list[GardenStore]]]:
+    def open(self, store: StoreResource) -> Iterator[tuple[Ledger, list[GardenStore]]]:
         """The ledger and the store adapters, closed afterwards (DuckDB: one writer at a time)."""
         from memvault.embed import make_embedder
         from memvault.gardener.adapters import is_mcp_url, open_garden_store
@@ -50,7 +61,7 @@ class GardenerResource(dg.ConfigurableResource):
 
         with ExitStack() as stack:
             adapters: list[GardenStore] = []
-            for url in [self.store_url, *self.extra_stores]:
+            for url in self.urls(store):
                 options = {}
                 if not is_mcp_url(url) and self.embedder:
                     options["embedder"] = make_embedder(self.embedder)
@@ -61,7 +72,7 @@ class GardenerResource(dg.ConfigurableResource):
             if own is not None and self.ledger_url is None:
                 ledger = Ledger(own.store)
             else:
-                handle = memvault.open(self.ledger_url or store_url())
+                handle = memvault.open(self.ledger_url or store.url)
                 stack.callback(handle.close)
                 ledger = Ledger(handle)
             yield ledger, adapters

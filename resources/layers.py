@@ -15,17 +15,17 @@ class LayersResource(dg.ConfigurableResource):
     attitude_decay_per_day: float = Field(
         default_factory=lambda: DecaySettings.from_env().decay_per_day,
         description="λ: confidence = stated · exp(−λ · days since the last evidence) "
-        "(MEMVAULT_ATTITUDE_DECAY_PER_DAY, default 0.008)",
+        "(MEMVAULT_ATTITUDE_DECAY_PER_DAY)",
     )
     attitude_binding: float = Field(
         default_factory=lambda: DecaySettings.from_env().binding_threshold,
         description="A preference binds while its confidence is at least this "
-        "(MEMVAULT_ATTITUDE_BINDING, default 0.5)",
+        "(MEMVAULT_ATTITUDE_BINDING)",
     )
     skill_half_life_days: float = Field(
         default_factory=half_life_days,
         description="Days in which a skill's experience halves without use "
-        "(MEMVAULT_SKILL_HALF_LIFE_DAYS, default 90)",
+        "(MEMVAULT_SKILL_HALF_LIFE_DAYS)",
     )
 
     def decay(self) -> DecaySettings:

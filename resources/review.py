@@ -5,29 +5,26 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
+from memvault.lint.run import run_semantic
 from memvault.review.policy import ReviewPolicy
+from resources.settings import setting
 
 
 class ReviewResource(dg.ConfigurableResource):
-    """When a change may be applied without a human; empty fields keep the defaults."""
+    """When a change may be applied without a human; defaults, bounds and descriptions are
+    ``ReviewPolicy``'s."""
 
-    auto_confidence: float = Field(
-        default=0.8, description="Auto-approve only above this confidence (and below the impact)"
-    )
+    auto_confidence: float = setting(ReviewPolicy, "auto_confidence")
     impact_thresholds: dict = Field(
         default_factory=dict,
         description="Per change kind (conflict:merge, conflict:supersede, lint, memory, ...): "
         "the impact below which it may be auto-approved; overrides the defaults",
     )
-    max_batch: int = Field(default=50, description="A batch larger than this waits for a human")
-    deadline_days: int = Field(default=14, description="Days a queued item waits for a decision")
-    low_confidence: float = Field(
-        default=0.3, description="Facts stored with less confidence than this go to review"
-    )
-    streak_to_relax: int = Field(
-        default=5, description="'correct' decisions in a row that raise a band's threshold"
-    )
-    relax_step: float = Field(default=0.1, description="How much such a streak raises it")
+    max_batch: int = setting(ReviewPolicy, "max_batch")
+    deadline_days: int = setting(ReviewPolicy, "deadline_days")
+    low_confidence: float = setting(ReviewPolicy, "low_confidence")
+    streak_to_relax: int = setting(ReviewPolicy, "streak_to_relax")
+    relax_step: float = setting(ReviewPolicy, "relax_step")
 
     def policy(self) -> ReviewPolicy:
         defaults = ReviewPolicy()
@@ -43,11 +40,16 @@ class ReviewResource(dg.ConfigurableResource):
 
 
 class LintResource(dg.ConfigurableResource):
-    """How much of the store the semantic layer looks at (the embedder is the shared one)."""
+    """How much of the store the semantic layer looks at (the embedder is the shared one);
+    the defaults are the semantic layer's own."""
 
-    similarity: float = Field(
-        default=0.6, description="Two facts of one subject at least this similar are compared"
+    similarity: float = setting(
+        run_semantic,
+        "threshold",
+        description="Two facts of one subject at least this similar are compared",
     )
-    pairs_per_100: int = Field(
-        default=5, description="Fact pairs the judge is asked about per 100 new facts"
+    pairs_per_100: int = setting(
+        run_semantic,
+        "pairs_per_100",
+        description="Fact pairs the judge is asked about per 100 new facts",
     )

@@ -6,6 +6,7 @@ import dagster as dg
 from pydantic import Field
 
 from memvault.lifecycle.tiering import TierConfig
+from resources.settings import setting
 
 
 def _default(name: str) -> float:
@@ -18,24 +19,24 @@ class TieringResource(dg.ConfigurableResource):
 
     hot_days: float = Field(
         default_factory=lambda: _default("hot_days"),
-        description="Hot below this effective age in days (MEMVAULT_TIER_HOT_DAYS, 7)",
+        description="Hot below this effective age in days (MEMVAULT_TIER_HOT_DAYS)",
     )
     warm_days: float = Field(
         default_factory=lambda: _default("warm_days"),
         description="Warm below this; older blocks get a ≤400-character digest "
-        "(MEMVAULT_TIER_WARM_DAYS, 30)",
+        "(MEMVAULT_TIER_WARM_DAYS)",
     )
     cold_days: float = Field(
         default_factory=lambda: _default("cold_days"),
         description="Cold below this; older blocks keep a one-line headline "
-        "(MEMVAULT_TIER_COLD_DAYS, 90)",
+        "(MEMVAULT_TIER_COLD_DAYS)",
     )
     dry_run: bool = Field(default=False, description="Plan and report, write nothing, ask nothing")
-    batch_size: int = Field(
-        default=20_000, ge=1, description="Tier changes per audited transaction"
+    batch_size: int = setting(
+        TierConfig, "batch_size", ge=1, description="Tier changes per audited transaction"
     )
-    blocks_per_call: int = Field(
-        default=8, ge=1, description="Blocks per digest request to the LLM"
+    blocks_per_call: int = setting(
+        TierConfig, "blocks_per_call", ge=1, description="Blocks per digest request to the LLM"
     )
 
     def config(self) -> TierConfig:

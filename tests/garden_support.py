@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import memvault
-from memvault.demo import DemoConfig, GroundTruth, generate, write_jsonl
 from memvault.embed import make_embedder
 from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
 from memvault.gardener.ledger import Ledger
@@ -19,6 +18,7 @@ from memvault.gardener.state import GardenConfig
 from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge, Judge
 from memvault.store import Store
+from memvault_demo import DemoConfig, GroundTruth, generate, write_jsonl
 
 HASHING = make_embedder("hashing")
 UNLIMITED = 10**6

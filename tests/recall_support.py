@@ -7,7 +7,6 @@ from pathlib import Path
 
 import polars as pl
 
-from memvault.demo.generator import write_jsonl
 from memvault.ingest import ingest_file
 from memvault.records import (
     BlockRecord,
@@ -18,6 +17,7 @@ from memvault.records import (
     TripleRecord,
 )
 from memvault.store import Store
+from memvault_demo.generator import write_jsonl
 
 T0 = dt.datetime(2026, 11, 2, 9, 0)
 

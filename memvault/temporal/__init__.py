@@ -1,8 +1,11 @@
 """The temporal knowledge graph: grounding definitions, conflict resolution, point-in-time queries.
 
 * :mod:`~memvault.temporal.grounding` — what each predicate means (L2) and the triples that break it.
-* :mod:`~memvault.temporal.conflicts` / :mod:`~memvault.temporal.conflict_apply` — T1–T6:
+* :mod:`~memvault.temporal.conflict_plan` / :mod:`~memvault.temporal.conflict_apply` — T1–T6:
   plan (rules first, the judge for what rules cannot settle, review when unsure), then apply.
+  The plan's parts each have a module: ``conflict_model`` (settings, actions, the plan),
+  ``conflict_candidates``, ``conflict_rules``, ``conflict_routing`` (the judge),
+  ``conflict_verdicts`` (what a verdict may do) and ``conflict_review``.
 * :mod:`~memvault.temporal.asof` — "what was true on D", "what did the store believe then".
 * :mod:`~memvault.temporal.checks` — grounding, no data loss, no overlapping functional facts.
 """
@@ -16,7 +19,8 @@ from memvault.temporal.conflict_judge import (
     ConflictStatement,
     ResolveConflictRequest,
 )
-from memvault.temporal.conflicts import ConflictAction, ConflictConfig, ConflictPlan, plan_conflicts
+from memvault.temporal.conflict_model import ConflictAction, ConflictConfig, ConflictPlan
+from memvault.temporal.conflict_plan import plan_conflicts
 from memvault.temporal.grounding import (
     Grounding,
     GroundingError,

@@ -19,11 +19,11 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
-from memvault.temporal.conflict_judge import ConflictStatement, merge_refusal
-from memvault.temporal.conflicts import (
+from memvault.temporal.conflict_judge import ConflictStatement, entity_names, merge_refusal
+from memvault.temporal.conflict_model import (
     ConflictAction,
+    ConflictConfig,
     ConflictPlan,
-    entity_names,
     proposal_json,
     typed,
 )
@@ -116,8 +116,6 @@ def apply_conflict_plan(
 
 def apply_actions(store: Store, m: Mutation, actions: list[ConflictAction]) -> Counter[str]:
     """Apply a few decided actions inside an open mutation (a human's review decision)."""
-    from memvault.temporal.conflicts import ConflictConfig
-
     plan = ConflictPlan(
         actions=actions,
         stats=Counter(),

@@ -11,6 +11,7 @@ review; it never guesses a supersede.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from difflib import SequenceMatcher
 from typing import Any, Literal
 
@@ -63,6 +64,17 @@ def _restates_text(x: str, y: str) -> bool:
         return True
     small, big = (tx, ty) if len(tx) < len(ty) else (ty, tx)
     return small < big and big - small <= QUALIFIERS
+
+
+def entity_names(name: str | None, aliases: str | None) -> list[str]:
+    """An object entity's name and aliases (stored as a JSON list), for the merge check."""
+    if name is None:
+        return []
+    try:
+        extra = json.loads(aliases or "[]")
+    except ValueError:
+        extra = []
+    return [name, *(str(x) for x in extra if isinstance(x, str))]
 
 
 def names_of(statement: ConflictStatement) -> list[str]:

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import memvault
-from memvault.demo.generator import DemoConfig, generate, write_jsonl
 from memvault.ingest import ingest_file
+from memvault_demo.generator import DemoConfig, generate, write_jsonl
 from pipelines.cli import app
 from tests.helpers import clear_cli_environment
 

@@ -12,9 +12,9 @@ import dagster as dg
 
 import memvault
 from assets import dream, dream_checks
-from memvault.demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from memvault.ingest import ingest_file
 from memvault.store import Store
+from memvault_demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
 DREAM_ASSETS = dg.load_assets_from_modules([dream])

@@ -12,10 +12,10 @@ import pytest
 
 import memvault
 from assets.dream_checks import bitemporal_consistency, grounding, no_data_loss
-from memvault.demo.generator import GroundTruth
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
 from memvault.temporal import asof
+from memvault_demo.generator import GroundTruth
 from resources import DreamResource, JudgeResource
 from tests.dagster.dream_support import resume_job, run_dream, seed_demo_store
 from tests.helpers import asset_metadata as metadata

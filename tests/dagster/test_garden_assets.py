@@ -23,7 +23,7 @@ from assets.gardener import (
 )
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.report import parse_report
-from resources import JudgeResource
+from resources import JudgeResource, StoreResource
 from resources.gardener import GardenerResource
 from tests.garden_support import demo_file, drop_backup_schemas, seed
 from tests.helpers import asset_metadata
@@ -51,7 +51,8 @@ def small_store(store_url: str, tmp_path: Path) -> str:
 
 def test_the_ceremony_as_assets(small_store: str) -> None:
     resources = {
-        "gardener": GardenerResource(store_url=small_store, embedder="hashing", max_mutations=40),
+        "gardener": GardenerResource(embedder="hashing", max_mutations=40),
+        "store": StoreResource(url=small_store),
         "llm": JudgeResource(),
     }
     result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
@@ -81,7 +82,11 @@ def test_the_ceremony_as_assets(small_store: str) -> None:
 
 
 def test_a_phase_without_its_survey_fails_clearly(small_store: str) -> None:
-    resources = {"gardener": GardenerResource(store_url=small_store), "llm": JudgeResource()}
+    resources = {
+        "gardener": GardenerResource(),
+        "store": StoreResource(url=small_store),
+        "llm": JudgeResource(),
+    }
     result = dg.materialize([garden_decay], resources=resources, raise_on_error=False)
     assert not result.success
 
@@ -91,7 +96,11 @@ def test_job_and_schedule_cover_the_group() -> None:
         assets=ASSETS,
         jobs=[garden_job],
         schedules=[garden_nightly_schedule],
-        resources={"gardener": GardenerResource(), "llm": JudgeResource()},
+        resources={
+            "gardener": GardenerResource(),
+            "store": StoreResource(),
+            "llm": JudgeResource(),
+        },
     )
     job = defs.resolve_job_def("garden_job")
     assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {
@@ -126,7 +135,11 @@ def test_a_failing_phase_fails_its_asset_and_its_retry_continues(
         real(ctx)
 
     monkeypatch.setitem(garden_run.PHASE_FUNCTIONS, "decay", flaky)
-    resources = {"gardener": GardenerResource(store_url=small_store), "llm": JudgeResource()}
+    resources = {
+        "gardener": GardenerResource(),
+        "store": StoreResource(url=small_store),
+        "llm": JudgeResource(),
+    }
     result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
     assert result.success and calls["n"] == 2
     failures = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
@@ -160,7 +173,8 @@ def test_a_failed_outcome_fails_the_report(
 
     monkeypatch.setattr(MemvaultGardenStore, "backup", no_room)
     resources = {
-        "gardener": GardenerResource(store_url=small_store, mode="autonomous"),
+        "gardener": GardenerResource(mode="autonomous"),
+        "store": StoreResource(url=small_store),
         "llm": JudgeResource(),
     }
     result = dg.materialize(

@@ -89,8 +89,8 @@ def test_days_run_midnight_to_midnight_in_the_owner_timezone(
 def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path: Path) -> None:
     """In this process, as `memvault backfill` runs a batch: one run, one materialization per
     day and asset, flat metadata for the UI, and the same range again changes no row."""
-    from memvault.demo.generator import DemoConfig, generate, write_jsonl
     from memvault.ingest import ingest_file
+    from memvault_demo.generator import DemoConfig, generate, write_jsonl
     from pipelines.runner import materializations, partition_range_tags, run_job
 
     records, truth = generate(DemoConfig(sessions=16, days=10, seed=5, end=dt.datetime(2026, 5, 1)))

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import memvault
-from memvault.demo.generator import DemoConfig, generate, write_jsonl
 from memvault.temporal import data_loss_violations
+from memvault_demo.generator import DemoConfig, generate, write_jsonl
 from tests.dagster.dream_support import seed_demo_store
 from tests.helpers import export_text
 

@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import memvault
-from memvault.demo.generator import DemoConfig, DemoHistory, GroundTruth
 from memvault.normalize import utcnow
 from memvault.records import Record
+from memvault_demo.generator import DemoConfig, DemoHistory, GroundTruth
 
 CACHE_ROOT = Path(os.environ.get("MEMVAULT_PERF_CACHE", "/tmp/memvault-perf"))
 #: A fixed end keeps ids and times identical between builds (records may not lie in the future).
@@ -38,8 +38,8 @@ END = min(dt.datetime(2026, 11, 1), utcnow().replace(hour=0, minute=0, second=0,
 _REPO = Path(__file__).resolve().parents[2]
 #: Everything whose change must invalidate a cached store.
 _SOURCES = (
-    "memvault/demo/generator.py",
-    "memvault/demo/vocabulary.py",
+    "memvault_demo/generator.py",
+    "memvault_demo/vocabulary.py",
     "memvault/ingest.py",
     "memvault/interchange.py",
     "memvault/records.py",

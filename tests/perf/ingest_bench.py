@@ -27,7 +27,7 @@ PG_URL = "postgresql://root@127.0.0.1:5432/test"
 
 def make_input(path: Path, blocks: int) -> int:
     """Sessions and blocks of the demo generator, until ``blocks`` blocks are written."""
-    from memvault.demo.generator import DemoConfig, generate
+    from memvault_demo.generator import DemoConfig, generate
 
     sessions = max(200, blocks // 9)
     records, _ = generate(DemoConfig(sessions=sessions, days=max(150, sessions // 20), seed=11))

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 import memvault
-from memvault.demo import DemoConfig, generate, write_jsonl
 from memvault.embed import make_embedder
 from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
 from memvault.gardener.ledger import Ledger
@@ -28,6 +27,7 @@ from memvault.gardener.state import GardenConfig
 from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge
 from memvault.vectors import embed_missing
+from memvault_demo import DemoConfig, generate, write_jsonl
 
 pytestmark = pytest.mark.perf
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 import memvault
-from memvault.demo.generator import DemoConfig, by_night, generate, write_jsonl
 from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, asof, data_loss_violations, plan_conflicts
 from memvault.temporal.checks import bitemporal_overlaps
 from memvault.temporal.grounding import Grounding
+from memvault_demo.generator import DemoConfig, by_night, generate, write_jsonl
 from tests.store.temporal_history import NOW, History, when
 
 NO_CALLS: dict[str, Any] = {}

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from memvault.demo import DemoConfig, GroundTruth, generate, write_jsonl
-from memvault.demo.generator import Span
 from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.normalize import utcnow
@@ -24,6 +22,8 @@ from memvault.temporal import (
     grounding_violations,
     plan_conflicts,
 )
+from memvault_demo import DemoConfig, GroundTruth, generate, write_jsonl
+from memvault_demo.generator import Span
 from tests.store.temporal_history import NOW, History, when
 
 END = min(dt.datetime(2026, 11, 1), utcnow().replace(hour=0, minute=0, second=0, microsecond=0))

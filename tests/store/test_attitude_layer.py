@@ -228,7 +228,8 @@ def test_upserts_are_audited_and_undoable(store: Store) -> None:
 def test_the_conflict_planner_reads_an_approved_chain(store: Store) -> None:
     """The dream retires the older of two preference facts when the attitudes chain says the
     newer replaced it: a chain written here is one it can follow."""
-    from memvault.temporal.conflicts import _attitudes, _preference_links
+    from memvault.temporal.conflict_candidates import load_attitudes
+    from memvault.temporal.conflict_rules import preference_links
 
     attitudes.upsert(store, "tech_choice", "Ada prefers pandas", 0.8, ["s1"], now=T0)
     proposed = attitudes.upsert(store, "tech_choice", "Ada prefers Polars", 0.9, ["s2"],
@@ -245,7 +246,7 @@ def test_the_conflict_planner_reads_an_approved_chain(store: Store) -> None:
             "object": ["pandas", "Polars"],
         }
     )
-    links = _preference_links(_attitudes(store), prefs)
+    links = preference_links(load_attitudes(store), prefs)
     assert links.to_dicts() == [{"old": "t1", "new": "t2"}]
 
 

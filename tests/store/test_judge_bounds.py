@@ -27,7 +27,7 @@ from memvault.temporal.conflict_judge import (
     ResolveConflictRequest,
     merge_refusal,
 )
-from memvault.temporal.conflicts import verdict_problem
+from memvault.temporal.conflict_verdicts import verdict_problem
 from memvault.temporal.grounding import Grounding
 from tests.helpers import table_dump
 from tests.store.temporal_history import CONFIRM, NOW, History, when

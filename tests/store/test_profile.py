@@ -18,7 +18,6 @@ import polars as pl
 import pytest
 
 import memvault
-from memvault.demo.generator import DemoConfig, by_night, generate, write_jsonl
 from memvault.dream.orient import orient
 from memvault.dream.reflect import reflect, statistics_snapshot
 from memvault.ingest import ingest_file
@@ -28,6 +27,7 @@ from memvault.profile.diary import TEMPLATE_LABEL, DiaryPage, write_diary
 from memvault.profile.gaps import gap_for, gap_id, list_gaps, refresh_gaps
 from memvault.profile.snapshot import CONTENT, read_snapshots
 from memvault.store import Store
+from memvault_demo.generator import DemoConfig, by_night, generate, write_jsonl
 
 END = dt.datetime(2026, 6, 20)
 

@@ -143,8 +143,8 @@ def test_the_index_reads_new_and_archived_blocks_without_a_rebuild(
     recaller.ready(filled)
     hits, _ = recaller.search(filled, "kubernetes helm chart", [], 3)
     assert "b_helm" not in [h.block_id for h in hits]
-    from memvault.demo.generator import write_jsonl
     from memvault.ingest import ingest_file
+    from memvault_demo.generator import write_jsonl
 
     new = BlockRecord(id="b_helm", session_id="s1", text="The kubernetes helm chart lives in deploy/.", created_at=T0)  # fmt: skip
     write_jsonl([new], tmp_path / "new.jsonl")
@@ -222,7 +222,6 @@ def test_an_intent_puts_its_current_facts_first_and_the_block_that_states_them_a
     store: Store, tmp_path: Path
 ) -> None:
     """Asked where the owner works, the current employer comes first, not last spring's."""
-    from memvault.demo.generator import write_jsonl
     from memvault.ingest import ingest_file
     from memvault.records import (
         BlockRecord,
@@ -231,6 +230,7 @@ def test_an_intent_puts_its_current_facts_first_and_the_block_that_states_them_a
         SessionRecord,
         TripleRecord,
     )
+    from memvault_demo.generator import write_jsonl
 
     old, new = T0 - dt.timedelta(days=200), T0 - dt.timedelta(days=2)
     records = [

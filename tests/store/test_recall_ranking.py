@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memvault.demo.generator import write_jsonl
 from memvault.embed import HashingEmbedder
 from memvault.ingest import ingest_file
 from memvault.recall import Recaller
@@ -21,6 +20,7 @@ from memvault.recall.index import SearchIndex
 from memvault.records import BlockRecord, EntityRecord, MentionRecord, Record, SessionRecord
 from memvault.store import Store
 from memvault.vectors import embed_missing
+from memvault_demo.generator import write_jsonl
 
 SAID = dt.datetime(2023, 5, 8, 18, 0)  # a Monday
 

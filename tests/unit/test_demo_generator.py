@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from memvault.demo import (
+from memvault.normalize import utcnow
+from memvault.records import ATTITUDE_CATEGORIES, RECORD_ADAPTER
+from memvault_demo import (
     PREDICATES,
     DemoConfig,
     DemoHistory,
@@ -26,8 +28,6 @@ from memvault.demo import (
     recall_signature,
     write_jsonl,
 )
-from memvault.normalize import utcnow
-from memvault.records import ATTITUDE_CATEGORIES, RECORD_ADAPTER
 
 # A fixed end keeps ids stable between runs; fall back to "yesterday" on a machine whose clock
 # is behind it (records may not lie in the future).
@@ -67,7 +67,7 @@ def test_output_does_not_depend_on_the_hash_seed_of_the_process() -> None:
     config = DemoConfig(sessions=40, days=45, end=END)
     code = (
         "import datetime as dt, hashlib, io;"
-        "from memvault.demo import DemoConfig, DemoHistory, write_jsonl;"
+        "from memvault_demo import DemoConfig, DemoHistory, write_jsonl;"
         f"b = io.StringIO(); write_jsonl(DemoHistory(DemoConfig(sessions=40, days=45, "
         f"end=dt.datetime.fromisoformat({END.isoformat()!r}))).records(), b);"
         "print(hashlib.sha256(b.getvalue().encode()).hexdigest())"

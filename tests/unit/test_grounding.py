@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from memvault.demo import PREDICATES
 from memvault.temporal.grounding import Grounding, GroundingError
 from memvault.temporal.timeline import follow_merges, functional_timeline
+from memvault_demo import PREDICATES
 
 
 def test_packaged_definitions_agree_with_the_demo_generator() -> None:

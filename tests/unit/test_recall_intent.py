@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from memvault.demo.vocabulary import PREFERENCE_TOPICS, RECALL_QUERIES
 from memvault.recall.entities import EntityMatcher, resolve_owner
 from memvault.recall.intent import INTENTS, classify_intent
 from memvault.recall.keywords import KeywordIndex
+from memvault_demo.vocabulary import PREFERENCE_TOPICS, RECALL_QUERIES
 
 #: Entity names that contain the words the rules look for.
 TRICKY = ("Status Board", "Release Notes", "Who Knows", "Deploy Bot")

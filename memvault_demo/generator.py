@@ -30,7 +30,6 @@ from itertools import pairwise
 from types import MappingProxyType
 from typing import IO, Any, Literal, NamedTuple
 
-from memvault.demo import vocabulary as V
 from memvault.normalize import canonical_name, to_utc_naive, utcnow
 from memvault.records import (
     ATTITUDE_CATEGORIES,
@@ -46,6 +45,7 @@ from memvault.records import (
     TripleRecord,
     Verdict,
 )
+from memvault_demo import vocabulary as V
 
 # =========================================================================== public constants
 
@@ -1924,7 +1924,7 @@ class _Renderer:
             ended_at=sp.end,
             title=title,
             project=self.session_project.name,
-            metadata={"generator": "memvault.demo", "task": sp.task, "seed": plan.seed},
+            metadata={"generator": "memvault_demo", "task": sp.task, "seed": plan.seed},
         )
         recalls = self._recalls(sp, new_here, entities)
         for block_id, idxs in session_memories:

@@ -2,12 +2,13 @@
 
 ``generate(DemoConfig())`` returns a record stream (the JSONL interchange
 records of :mod:`memvault.records`) and the :class:`GroundTruth` a correct
-pipeline should reach on it.
+pipeline should reach on it. It lives beside the core package, not inside it: ``memvault``
+never imports it; ``memvault demo``, the tests and the benchmarks do.
 """
 
 from __future__ import annotations
 
-from memvault.demo.generator import (
+from memvault_demo.generator import (
     ENTITY_TYPES,
     PREDICATES,
     PROJECT_STATUSES,
