@@ -4,6 +4,10 @@ One recall is one run (its id is the recall id, kind ``recall``) and one audited
 mutation (phase ``recall``): the recall_log row, ``access_count + 1`` and
 ``last_accessed_at`` on every returned block, and the hit on the prefetched
 entry it was served from. ``memvault undo RECALL_ID`` takes all of it back.
+
+``write_recalls`` writes several recalls in one transaction (one commit), each still its
+own run with its own audit rows, in the order they were answered: what ``memvault
+serve``'s background writer does with the recalls queued while it was writing.
 """
 
 from __future__ import annotations
@@ -63,6 +67,20 @@ def gap_hint(store: Store, signature: str) -> GapHint | None:
         last_failed_at=last,
         message=f"this question failed {count} time(s) before (last {last:%Y-%m-%d})",
     )
+
+
+#: One answered recall waiting to be written: (result, session id, when it was asked).
+PendingRecall = tuple[RecallResult, str | None, dt.datetime]
+
+
+def write_recalls(store: Store, pending: list[PendingRecall]) -> None:
+    """Several recalls in one transaction, in order, each as :func:`write_recall` writes it
+    (its run, its rows, its audit rows with before-images): one commit for all of them."""
+    if not pending:
+        return
+    with store.transaction():
+        for result, session_id, now in pending:
+            write_recall(store, result, session_id, now)
 
 
 def write_recall(store: Store, result: RecallResult, session_id: str | None, now: dt.datetime) -> None:  # fmt: skip
