@@ -153,3 +153,25 @@ def test_the_setting_says_queued_or_inline() -> None:
     assert queued_recall_log({"MEMVAULT_SERVE_RECALL_LOG": "inline"}) is False
     with pytest.raises(Exception, match="queued or inline"):
         queued_recall_log({"MEMVAULT_SERVE_RECALL_LOG": "later"})
+
+
+def test_the_audit_images_are_the_rows_before_and_after(filled: Store) -> None:
+    """What undo restores from: the whole block row before the recall and after it."""
+    from memvault.store.audit import decode_images
+
+    recaller = recaller_for(filled)
+    now = utcnow()
+    result = recaller.recall(filled, QUERY, limit=2, now=now, record=False)
+    ids = sorted({h.block_id for h in result.results})
+    rows_before = filled.read_table("blocks", "id = ANY(:ids)", {"ids": ids})
+    write_recalls(filled, [(result, None, now)])
+    rows_after = filled.read_table("blocks", "id = ANY(:ids)", {"ids": ids})
+    audit = filled.fetch_df(
+        "SELECT target_id, before_image, after_image FROM audit_log "
+        "WHERE run_id = :r AND target_table = 'blocks' ORDER BY id",
+        {"r": result.recall_id},
+    )
+    assert audit["target_id"].to_list() == ids
+    assert decode_images(filled, "blocks", audit["before_image"]).to_dicts() == rows_before.to_dicts()  # fmt: skip
+    assert decode_images(filled, "blocks", audit["after_image"]).to_dicts() == rows_after.to_dicts()  # fmt: skip
+    assert rows_after["access_count"].to_list() == [c + 1 for c in rows_before["access_count"]]
