@@ -31,6 +31,7 @@ from memvault.errors import IngestError, MemvaultError
 from memvault.normalize import iso, utcnow
 from memvault.recall import feedback as give_feedback
 from memvault.recall import recaller_for
+from memvault.recall.log import write_recall
 from memvault.recall.recaller import Recaller
 from memvault.serve.writer import RecallWriter
 from memvault.store import Store
@@ -104,7 +105,8 @@ class MemoryService:
                 result = self.recaller.recall(
                     self.store, query, limit=limit, session_id=session_id, now=now, record=False
                 )
-                self.writer.submit(result, session_id, now)  # in the order answered
+                if not self.writer.submit(result, session_id, now):  # in the order answered
+                    write_recall(self.store, result, session_id, now)  # the server is stopping
         return result.as_dict()
 
     def remember(

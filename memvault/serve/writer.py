@@ -57,14 +57,16 @@ class RecallWriter:
         self._thread = threading.Thread(target=self._run, name="memvault-recall-log", daemon=True)
         self._thread.start()
 
-    def submit(self, result: RecallResult, session_id: str | None, now: dt.datetime) -> None:
-        """Queue one answered recall; it is written shortly, in the order submitted."""
+    def submit(self, result: RecallResult, session_id: str | None, now: dt.datetime) -> bool:
+        """Queue one answered recall (written shortly, in the order submitted); False when
+        the writer is closing: the caller writes it itself."""
         with self._changed:
             if self._closing:
-                raise RuntimeError("the recall log writer is closed")
+                return False
             self._queue.append((result, session_id, now))
             self._unwritten.add(result.recall_id)
             self._changed.notify_all()
+            return True
 
     def pending(self) -> int:
         """Recalls answered and not written yet."""

@@ -175,3 +175,13 @@ def test_the_audit_images_are_the_rows_before_and_after(filled: Store) -> None:
     assert decode_images(filled, "blocks", audit["before_image"]).to_dicts() == rows_before.to_dicts()  # fmt: skip
     assert decode_images(filled, "blocks", audit["after_image"]).to_dicts() == rows_after.to_dicts()  # fmt: skip
     assert rows_after["access_count"].to_list() == [c + 1 for c in rows_before["access_count"]]
+
+
+def test_a_recall_answered_while_the_server_stops_is_written_before_it_answers(
+    filled: Store,
+) -> None:
+    service = MemoryService(filled, queued=True)
+    assert service.writer is not None
+    service.writer.close()  # a late request, after the writer was closed
+    found = service.recall(QUERY, limit=2)
+    assert filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": found["recall_id"]})
