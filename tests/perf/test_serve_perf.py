@@ -45,6 +45,8 @@ QUERIES = [
     "how do I restart the scheduler",
 ]
 ROUNDS = int(os.environ.get("SERVE_BENCH_ROUNDS") or 10)
+#: The server's own time to answer each MCP recall (its ``latency_ms``: no transport, no write).
+ANSWERED: list[float] = []
 
 
 def _pct(values: list[float]) -> str:
@@ -69,6 +71,7 @@ def _over_mcp(target: Any, queries: list[str]) -> list[float]:
             result = await client.call_tool("recall", {"query": q, "limit": 10})
             times.append((time.perf_counter() - started) * 1000)
             assert not result.is_error
+            ANSWERED.append(float(result.structured_content["latency_ms"]))
 
     async def main() -> None:
         if isinstance(target, str):
@@ -141,7 +144,9 @@ def test_recall_through_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         inline = _over_mcp(f"{base}/mcp", queries)
     logged = _logged(url)
     with _server(url, env, tmp_path / "queued.log") as base:
+        ANSWERED.clear()
         served = _over_mcp(f"{base}/mcp", queries)
+        answered = list(ANSWERED)
         shell = []
         for q in QUERIES:
             started = time.perf_counter()
@@ -163,6 +168,7 @@ def test_recall_through_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         f"MCP (HTTP), write queued            {_pct(served)}  "
         f"(p95 ×{p95(served, 95) / p95(inline, 95):.2f} the earlier path, "
         f"×{p95(served, 95) / p95(local, 95):.2f} in process)\n"
+        f"  of which the server's answer    {_pct(answered)}  (search, facts; no write)\n"
         f"MCP (stdio), write queued           {_pct(stdio)}  "
         f"(p95 ×{p95(stdio, 95) / p95(inline, 95):.2f} the earlier path)\n"
         f"shell `memvault recall`, server     {_pct(shell)}\n"
