@@ -8,7 +8,8 @@ marker and sends SIGKILL at exactly that point. Not a user setting: never set it
 Points: ``ingest-written`` (an ingest's rows inserted, not committed), ``undo-restored`` (an
 undo's rows restored, not committed), ``dream-consolidate`` (the consolidate stage's content
 fixes committed, its conflict plan not yet applied), ``garden-<phase>`` (a garden phase ran on
-the first store, its state not yet saved).
+the first store, its state not yet saved), ``recall-log-write`` (``memvault serve``'s writer
+about to write a batch of answered recalls).
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from memvault.store import Store
@@ -83,6 +84,35 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 
 def _in_text(folded: str, obj: str) -> bool:
     return len(obj) >= MIN_OBJECT_CHARS and obj.casefold() in folded
+
+
+class _ObjectFinder:
+    """Which of many fact objects a (case-folded) text holds, as :func:`_in_text` reads it.
+
+    The owner can have ten thousand current facts of one predicate; testing each object
+    against each candidate block cost seconds a recall. Objects are kept once each, case
+    folded, under their first three characters, and a text is tested only against the
+    objects whose first three characters it contains: the same answer, a few lookups."""
+
+    def __init__(self, objects: Iterable[str]) -> None:
+        self.buckets: dict[str, list[str]] = {}
+        self.short: list[str] = []  # folded shorter than the bucket key (never, in practice)
+        for obj in dict.fromkeys(o.casefold() for o in objects if len(o) >= MIN_OBJECT_CHARS):
+            if len(obj) < MIN_OBJECT_CHARS:
+                self.short.append(obj)
+            else:
+                self.buckets.setdefault(obj[:MIN_OBJECT_CHARS], []).append(obj)
+
+    def found(self, folded: str) -> list[str]:
+        """The folded objects that ``folded`` holds."""
+        if not self.buckets and not self.short:
+            return []
+        n = MIN_OBJECT_CHARS
+        keys = {folded[i : i + n] for i in range(len(folded) - n + 1)} & self.buckets.keys()
+        out = [o for o in self.short if o in folded]
+        for key in keys:
+            out += [o for o in self.buckets[key] if o in folded]
+        return out
 
 
 def _follow_merges(store: Store, rows: list[dict[str, Any]]) -> None:
@@ -162,10 +192,39 @@ class Currency:
 
     # -- what the named entities' facts say ---------------------------------------------------
 
-    @property
+    # Read once per recall (``entity_facts`` is set when the currency is made, never after):
+    # every candidate block is tested against them.
+
+    @cached_property
+    def _states(self) -> list[str]:
+        return [state_of(f) for f in self.entity_facts]
+
+    @cached_property
     def current_facts(self) -> list[dict[str, Any]]:
         """The named entities' current facts asked for (restatements merged into one too)."""
-        return [f for f in self.entity_facts if state_of(f) == CURRENT]
+        return [f for f, s in zip(self.entity_facts, self._states, strict=True) if s == CURRENT]
+
+    @cached_property
+    def _current_sources(self) -> set[Any]:
+        return {f["source_block"] for f in self.current_facts}
+
+    @cached_property
+    def _current_objects(self) -> _ObjectFinder:
+        return _ObjectFinder(str(f["object"]) for f in self.current_facts)
+
+    @cached_property
+    def _all_objects(self) -> _ObjectFinder:
+        return _ObjectFinder(str(f["object"]) for f in self.entity_facts)
+
+    @cached_property
+    def _states_by_object(self) -> dict[str, list[str]]:
+        """Folded object → the states of the named entities' facts with that object."""
+        out: dict[str, list[str]] = {}
+        for fact, state in zip(self.entity_facts, self._states, strict=True):
+            obj = str(fact["object"])
+            if len(obj) >= MIN_OBJECT_CHARS:
+                out.setdefault(obj.casefold(), []).append(state)
+        return out
 
     @property
     def sources_of_current(self) -> list[str]:
@@ -184,27 +243,28 @@ class Currency:
     def states_current(self, block_id: str, text: str) -> bool:
         """The block is the source of a current fact asked for, or (no fact that counts linked
         to it) its text holds the object of one."""
-        current = self.current_facts
-        if any(f["source_block"] == block_id for f in current):
+        if block_id in self._current_sources:
             return True
-        if self.stated.get(block_id):
+        if self.stated.get(block_id) or not self.current_facts:
             return False
-        folded = text.casefold()
-        return any(_in_text(folded, str(f["object"])) for f in current)
+        return bool(self._current_objects.found(text.casefold()))
 
     def answers(self, block_id: str, text: str, subject_words: Collection[str]) -> bool:
         """The block says a current fact asked for: it is its source, or (no fact that counts
         linked to it) one of its sentences names the subject (``subject_words``: the words of
         its names, lower case) and the fact's object. Stricter than :meth:`states_current`:
         "the invoice goes to Tyrell Systems" in a long note does not say where Ada works."""
-        current = self.current_facts
-        if any(f["source_block"] == block_id for f in current):
+        if block_id in self._current_sources:
             return True
-        if self.stated.get(block_id) or not subject_words:
+        if self.stated.get(block_id) or not subject_words or not self.current_facts:
+            return False
+        # An object a sentence holds is one the whole text holds: look in the text once.
+        objects = self._current_objects.found(text.casefold())
+        if not objects:
             return False
         for sentence in _SENTENCE_END.split(text):
             folded = sentence.casefold()
-            if any(_in_text(folded, str(f["object"])) for f in current) and any(
+            if any(obj in folded for obj in objects) and any(
                 re.search(rf"\b{re.escape(w)}\b", folded) for w in subject_words
             ):
                 return True
@@ -219,8 +279,8 @@ class Currency:
         if stated:
             states = [state_of(f) for f in stated]
         else:  # no linked fact: the named entities' superseded facts its text holds
-            folded = text.casefold()
-            states = [state_of(f) for f in self.entity_facts if _in_text(folded, str(f["object"]))]
+            found = self._all_objects.found(text.casefold())
+            states = [s for obj in found for s in self._states_by_object[obj]]
         dates = [_since(s) for s in states]
         if not dates or any(d is None for d in dates):
             return None
@@ -231,7 +291,7 @@ class Currency:
     def basis(self, block_ids: list[str]) -> dict[str, str]:
         """Triple id → state of every fact the ranking of ``block_ids`` rests on: the named
         entities' facts the intent asks for and those the blocks state."""
-        out = {str(f["id"]): state_of(f) for f in self.entity_facts}
+        out = {str(f["id"]): s for f, s in zip(self.entity_facts, self._states, strict=True)}
         for bid in block_ids:
             out.update({str(f["id"]): state_of(f) for f in self.stated.get(bid, [])})
         return dict(sorted(out.items()))

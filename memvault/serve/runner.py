@@ -108,6 +108,7 @@ def serve(
     except BaseException:
         sock.close()
         raise
+    service: MemoryService | None = None
     try:
         service = MemoryService(store)
         warmed = service.warm()
@@ -145,6 +146,10 @@ def serve(
                     server.should_exit = True
                     thread.join(timeout=5)
     finally:
-        discovery.remove(store_url)
-        sock.close()
-        store.close()
+        try:
+            if service is not None:
+                service.close()  # the recalls answered and not yet written, written now
+        finally:
+            discovery.remove(store_url)
+            sock.close()
+            store.close()

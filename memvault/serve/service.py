@@ -8,22 +8,32 @@ audited write (one block as a JSONL record), ``feedback`` as ``memvault feedback
 ``asof`` as ``memvault asof``. Input that is refused raises :class:`MemvaultError` and
 writes nothing. Calls are served one at a time: a store connection is not shared by
 threads.
+
+A recall is answered before its write: the write is queued to a
+:class:`~memvault.serve.writer.RecallWriter` (its own connection and thread, group
+commits), unless ``MEMVAULT_SERVE_RECALL_LOG=inline`` asks to write it before answering.
+``feedback`` on a recall waits for that recall's write; :meth:`MemoryService.close`
+writes everything still queued.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from memvault.errors import IngestError, MemvaultError
 from memvault.normalize import iso, utcnow
 from memvault.recall import feedback as give_feedback
 from memvault.recall import recaller_for
+from memvault.recall.log import write_recall
 from memvault.recall.recaller import Recaller
+from memvault.serve.writer import RecallWriter
 from memvault.store import Store
 
 #: The most hits one recall returns.
@@ -32,15 +42,43 @@ MAX_LIMIT = 100
 REMEMBER_SOURCE = "mcp:remember"
 #: The tool's argument names for the record fields a refusal may name.
 _FIELD_NAMES = (("created_at", "occurred_at"), ("role", "speaker"))
+#: How recalls are written: ``queued`` (after the answer, by the writer) or ``inline``.
+RECALL_LOG_VARIABLE = "MEMVAULT_SERVE_RECALL_LOG"
+
+
+def queued_recall_log(environ: dict[str, str] | None = None) -> bool:
+    """Whether recalls are written after they are answered (``MEMVAULT_SERVE_RECALL_LOG``:
+    ``queued``, the default, or ``inline``: before answering, as ``memvault recall`` does)."""
+    value = ((environ if environ is not None else os.environ).get(RECALL_LOG_VARIABLE) or "queued").strip().lower()  # fmt: skip
+    if value not in ("queued", "inline"):
+        raise MemvaultError(f"{RECALL_LOG_VARIABLE}={value!r}: use queued or inline")
+    return value == "queued"
 
 
 class MemoryService:
     """The read and write path of one open store, for a long-lived process."""
 
-    def __init__(self, store: Store, recaller: Recaller | None = None) -> None:
+    def __init__(
+        self, store: Store, recaller: Recaller | None = None, *, queued: bool | None = None
+    ) -> None:
         self.store = store
         self.recaller = recaller or recaller_for(store)
         self._lock = threading.Lock()
+        queued = queued_recall_log() if queued is None else queued
+        #: Writes the answered recalls on a second connection (None: written inline).
+        self.writer = RecallWriter(store.twin()) if queued else None
+
+    def close(self) -> None:
+        """Write the recalls still queued and close the writer's connection (the store
+        itself is the caller's)."""
+        if self.writer is not None:
+            self.writer.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The store to this call alone, and no recall log batch written meanwhile."""
+        with self._lock, self.writer.write_lock if self.writer else nullcontext():
+            yield
 
     def warm(self) -> dict[str, Any]:
         """Build the search index now (and load the embedder when the store has vectors),
@@ -60,7 +98,15 @@ class MemoryService:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise MemvaultError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
         with self._lock:
-            result = self.recaller.recall(self.store, query, limit=limit, session_id=session_id)
+            if self.writer is None:
+                result = self.recaller.recall(self.store, query, limit=limit, session_id=session_id)  # fmt: skip
+            else:
+                now = utcnow()
+                result = self.recaller.recall(
+                    self.store, query, limit=limit, session_id=session_id, now=now, record=False
+                )
+                if not self.writer.submit(result, session_id, now):  # in the order answered
+                    write_recall(self.store, result, session_id, now)  # the server is stopping
         return result.as_dict()
 
     def remember(
@@ -95,7 +141,7 @@ class MemoryService:
             lines.append({"type": "session", "id": session_id, "source": "mcp", "started_at": block["created_at"]})  # fmt: skip
         lines.append(block)
         raw = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-        with self._lock:
+        with self._writing():
             try:
                 items = read_jsonl(io.BytesIO(raw.encode("utf-8")), REMEMBER_SOURCE)
                 written = items[-1].record
@@ -125,7 +171,9 @@ class MemoryService:
         _text(verdict, "verdict")
         _optional_text(block_id, "block_id")
         _optional_text(note, "note")
-        with self._lock:
+        if self.writer is not None:
+            self.writer.wait_for(recall_id)  # a recall just answered may not be written yet
+        with self._writing():
             report = give_feedback(self.store, recall_id, verdict, block_id=block_id, note=note)
         return report.as_dict()
 

@@ -39,7 +39,7 @@ def encode_image(row: dict[str, Any] | None) -> str | None:
     return None if row is None else json.dumps(row, default=_json_default, sort_keys=True)
 
 
-def _images(df: pl.DataFrame) -> pl.Series:
+def images(df: pl.DataFrame) -> pl.Series:
     """One JSON image per row (times spelled ISO 8601, as ``encode_image`` does)."""
     return df.select(pl.struct(pl.all()).struct.json_encode()).to_series()
 
@@ -66,7 +66,6 @@ class Mutation:
     ) -> None:
         if not ids:
             return
-        now = utcnow()
         log = pl.DataFrame(
             {
                 "run_id": [self.run_id] * len(ids),
@@ -77,10 +76,9 @@ class Mutation:
                 "before_image": pl.Series(before, dtype=pl.Utf8),
                 "after_image": pl.Series(after, dtype=pl.Utf8),
                 "reason": pl.Series([reason] * len(ids), dtype=pl.Utf8),
-                "created_at": [now] * len(ids),
             }
         )
-        self.store.backend.insert_df("audit_log", log, on_conflict="error")
+        append_audit(self.store, log)
         self.actions[action] += len(ids)
 
     @staticmethod
@@ -104,7 +102,7 @@ class Mutation:
         if inserted:
             if len(inserted) < df.height:
                 df = df.filter(pl.col("id").is_in(inserted))
-            self._log(table, action, df["id"].to_list(), [None] * df.height, _images(df), reason)
+            self._log(table, action, df["id"].to_list(), [None] * df.height, images(df), reason)
         return [str(i) for i in inserted]
 
     def update_many(
@@ -125,7 +123,7 @@ class Mutation:
             backend.execute(_update_from_sql(table, changes.columns, staging))
         before = self.store.conform(table, before)
         after = before.update(changes, on="id")
-        self._log(table, action, before["id"].to_list(), _images(before), _images(after), reason)
+        self._log(table, action, before["id"].to_list(), images(before), images(after), reason)
         return before.height
 
     def update(
@@ -164,7 +162,7 @@ class Mutation:
             else pl.DataFrame()
         )
         now_images = (
-            dict(zip(current["id"].to_list(), _images(current).to_list(), strict=True))
+            dict(zip(current["id"].to_list(), images(current).to_list(), strict=True))
             if current.height
             else {}
         )
@@ -189,6 +187,17 @@ class Mutation:
                 back["image"].to_list(), reason,
             )  # fmt: skip
         return len(gone) + back.height
+
+
+def append_audit(store: Store, rows: pl.DataFrame) -> None:
+    """Append audit rows (run_id, phase, action, target_table, target_id, before_image,
+    after_image, reason), in their order, stamped now. Inside the transaction of the changes
+    they record: :class:`Mutation` for one run, or a set-based writer of several runs (the
+    recall log) that gives each row its run and images."""
+    if rows.is_empty():
+        return
+    rows = rows.with_columns(created_at=pl.lit(utcnow(), dtype=pl.Datetime("us")))
+    store.backend.insert_df("audit_log", rows, on_conflict="error")
 
 
 def _update_from_sql(table: str, columns: list[str], staging: str) -> str:

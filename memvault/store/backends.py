@@ -70,6 +70,7 @@ class Backend(Protocol):
     def columns(self, table: str) -> list[tuple[str, str]]: ...
     def staged(self, table: str, df: pl.DataFrame) -> Any: ...
     def transaction(self) -> Any: ...
+    def twin(self) -> Backend: ...
     def close(self) -> None: ...
 
 
@@ -238,6 +239,14 @@ class DuckDBBackend(_BulkInsert):
         finally:
             self._depth = 0
 
+    def twin(self) -> DuckDBBackend:
+        """A second connection to the same open database (its own transactions), for another
+        thread of this process: DuckDB lets one process open a file once, not twice."""
+        other = DuckDBBackend.__new__(DuckDBBackend)
+        other.url, other.path, other._depth = self.url, self.path, 0
+        other.con = self.con.cursor()
+        return other
+
     def close(self) -> None:
         self.con.close()
 
@@ -335,6 +344,10 @@ class PostgresBackend(_BulkInsert):
                 yield
             finally:
                 self._tx = None
+
+    def twin(self) -> PostgresBackend:
+        """A second connection to the same schema, for another thread of this process."""
+        return PostgresBackend(self.url)
 
     def close(self) -> None:
         self.con.close()

@@ -71,6 +71,11 @@ class Store:
     def close(self) -> None:
         self.backend.close()
 
+    def twin(self) -> Store:
+        """Another connection to this store (already migrated), for a second thread: a
+        connection is never shared by threads, and two connections read and write at once."""
+        return Store(self.backend.twin())
+
     def __enter__(self) -> Store:
         return self
 

@@ -252,3 +252,49 @@ def test_http_refuses_other_hosts_origins_and_a_missing_token(
         assert shell.returncode == 0 and json.loads(shell.stdout)["served_by"] == "server"
     after = _counts(url)
     assert after["recall_log"] - before["recall_log"] == 2  # the two allowed recalls only
+
+
+def test_a_stopped_server_writes_the_recalls_it_answered_before_it_exits(
+    seeded: str, tmp_path: Path
+) -> None:
+    """The recall log is written after the answer; stopping the server (SIGTERM, as Ctrl-C)
+    while writes wait writes them all: rows, runs and audit rows, undoable by recall id."""
+    import httpx
+
+    marker = tmp_path / "paused"
+    env = _env(tmp_path) | {
+        "MEMVAULT_TEST_PAUSE_AT": "recall-log-write",
+        "MEMVAULT_TEST_PAUSE_MARKER": str(marker),
+        "MEMVAULT_TEST_PAUSE_SECONDS": "2",
+    }
+    port = _free_port()
+    before = _counts(seeded)
+    with (tmp_path / "serve.log").open("w") as log:
+        process = subprocess.Popen(
+            [MEMVAULT, "serve", "--store", seeded, "--transport", "http", "--port", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while discovery.read(seeded) is None:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            ids = []
+            for _ in range(3):
+                reply = httpx.post(f"http://127.0.0.1:{port}/memvault/v1/recall", json={"query": "status of Quill"}, timeout=30)  # fmt: skip
+                ids.append(reply.json()["result"]["recall_id"])
+            while not marker.exists():  # the writer holds the first batch, the rest wait
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    after = _counts(seeded)
+    assert after["recall_log"] - before["recall_log"] == 3
+    assert after["runs"] - before["runs"] == 3
+    with memvault.open(seeded) as store:
+        for rid in ids:
+            assert store.fetch("SELECT count(*) FROM audit_log WHERE run_id = :r", {"r": rid})[0][0] >= 2  # fmt: skip
+    undone = _cli(seeded, tmp_path, "undo", ids[-1])
+    assert undone.returncode == 0, undone.stderr
+    assert _counts(seeded)["recall_log"] - before["recall_log"] == 2

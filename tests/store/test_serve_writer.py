@@ -1,0 +1,187 @@
+"""`memvault serve` answers a recall first and writes it just after (the recall log writer):
+each recall still gets its recall_log row, the blocks' access and audit rows under its own
+run id, in the order answered; undo by recall id works; feedback right after a recall sees
+it; closing the server writes what is queued. On DuckDB and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memvault.normalize import utcnow
+from memvault.recall import recaller_for
+from memvault.recall.log import PendingRecall, write_recalls
+from memvault.serve.service import MemoryService, queued_recall_log
+from memvault.serve.writer import RecallWriter
+from memvault.store import Store
+from memvault.store.audit import undo_run
+from tests.recall_support import fill
+
+QUERY = "status of Quill"
+
+
+@pytest.fixture
+def filled(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
+    fill(store, tmp_path)
+    return store
+
+
+def _access(store: Store, block_id: str) -> int:
+    return int(store.fetch("SELECT access_count FROM blocks WHERE id = :id", {"id": block_id})[0][0])  # fmt: skip
+
+
+def _audit(store: Store, run_id: str) -> list[tuple[str, str, str | None]]:
+    rows = store.fetch(
+        "SELECT target_table, target_id, before_image FROM audit_log WHERE run_id = :r ORDER BY id",
+        {"r": run_id},
+    )
+    return [(str(t), str(i), b) for t, i, b in rows]
+
+
+def test_queued_recalls_are_written_in_order_each_its_own_undoable_run(filled: Store) -> None:
+    before = _access(filled, "b_quill_status")
+    service = MemoryService(filled, queued=True)
+    try:
+        answers = [service.recall(QUERY, limit=3) for _ in range(3)]
+    finally:
+        service.close()
+    ids = [a["recall_id"] for a in answers]
+    assert all(a["results"][0]["block_id"] == "b_quill_status" for a in answers)
+    logged = filled.fetch("SELECT id FROM recall_log ORDER BY created_at, id")
+    assert {r[0] for r in logged} == set(ids)
+    assert _access(filled, "b_quill_status") == before + 3
+    # Each recall is its own run, with its row's and its blocks' audit rows; the blocks'
+    # before-images follow one another (+0, +1, +2) as the recalls were answered.
+    counts = []
+    for rid in ids:
+        assert filled.run(rid)["kind"] == "recall"  # type: ignore[index]
+        audit = _audit(filled, rid)
+        assert ("recall_log", rid, None) in audit
+        image = next(b for t, i, b in audit if (t, i) == ("blocks", "b_quill_status"))
+        counts.append(json.loads(image or "{}")["access_count"])
+    assert counts == [before, before + 1, before + 2]
+    for k, rid in enumerate(reversed(ids)):  # undo by recall id, the latest first
+        undo_run(filled, rid)
+        assert _access(filled, "b_quill_status") == before + 2 - k
+        assert not filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": rid})
+
+
+def test_feedback_right_after_a_recall_waits_for_its_write(filled: Store) -> None:
+    release = threading.Event()
+
+    def slow(store: Store, batch: list[PendingRecall]) -> None:
+        release.wait(10)
+        write_recalls(store, batch)
+
+    service = MemoryService(filled, queued=False)
+    service.writer = RecallWriter(filled.twin(), write=slow)
+    try:
+        found = service.recall(QUERY, limit=3)
+        assert service.writer.pending() == 1  # answered, not written yet
+        threading.Timer(0.3, release.set).start()
+        started = time.monotonic()
+        report = service.feedback(found["recall_id"], "correct")
+        assert time.monotonic() - started >= 0.25  # it waited for the write
+        assert report["verdict"] == "correct"
+    finally:
+        release.set()
+        service.close()
+    verdict = filled.fetch("SELECT verdict FROM recall_log WHERE id = :id", {"id": found["recall_id"]})  # fmt: skip
+    assert verdict == [("CORRECT",)]
+
+
+def test_closing_writes_every_recall_still_queued(filled: Store) -> None:
+    release = threading.Event()
+
+    def slow(store: Store, batch: list[PendingRecall]) -> None:
+        release.wait(0.5)
+        write_recalls(store, batch)
+
+    service = MemoryService(filled, queued=False)
+    service.writer = RecallWriter(filled.twin(), write=slow)
+    answers = [service.recall(QUERY, limit=2) for _ in range(5)]
+    assert service.writer.pending() >= 4
+    service.close()
+    ids = {a["recall_id"] for a in answers}
+    assert {r[0] for r in filled.fetch("SELECT id FROM recall_log")} == ids
+    assert {r[0] for r in filled.fetch("SELECT id FROM runs WHERE kind = 'recall'")} == ids
+    assert service.writer.written == 5 and service.writer.batches <= 2  # the queue, grouped
+
+
+def test_one_transaction_writes_many_recalls_and_undo_takes_back_one(filled: Store) -> None:
+    recaller = recaller_for(filled)
+    now = utcnow()
+    results = [recaller.recall(filled, QUERY, limit=2, now=now, record=False) for _ in range(2)]
+    before = _access(filled, "b_quill_status")
+    write_recalls(filled, [(r, "s1", now) for r in results])
+    assert _access(filled, "b_quill_status") == before + 2
+    rows = filled.fetch("SELECT id, session_id FROM recall_log ORDER BY id")
+    assert sorted(rows) == sorted((r.recall_id, "s1") for r in results)
+    with pytest.raises(Exception, match="changed again later"):
+        undo_run(filled, results[0].recall_id)  # the second recall read the same block since
+    undo_run(filled, results[1].recall_id)
+    assert _access(filled, "b_quill_status") == before + 1
+
+
+def test_a_failed_write_costs_that_recall_its_log_only(filled: Store) -> None:
+    said: list[str] = []
+    recaller = recaller_for(filled)
+
+    def picky(store: Store, batch: list[PendingRecall]) -> None:
+        if any(r.query == "boom" for r, _, _ in batch):
+            raise RuntimeError("disk on fire")
+        write_recalls(store, batch)
+
+    writer = RecallWriter(filled.twin(), write=picky, warn=said.append)
+    good = recaller.recall(filled, QUERY, limit=2, record=False)
+    bad = recaller.recall(filled, "boom", limit=2, record=False)
+    with writer.write_lock:  # both queued before the first write: one batch, then one by one
+        writer.submit(good, None, utcnow())
+        writer.submit(bad, None, utcnow())
+    writer.close()
+    assert filled.fetch("SELECT id FROM recall_log") == [(good.recall_id,)]
+    assert len(said) == 1 and bad.recall_id in said[0] and "disk on fire" in said[0]
+
+
+def test_the_setting_says_queued_or_inline() -> None:
+    assert queued_recall_log({}) is True
+    assert queued_recall_log({"MEMVAULT_SERVE_RECALL_LOG": "inline"}) is False
+    with pytest.raises(Exception, match="queued or inline"):
+        queued_recall_log({"MEMVAULT_SERVE_RECALL_LOG": "later"})
+
+
+def test_the_audit_images_are_the_rows_before_and_after(filled: Store) -> None:
+    """What undo restores from: the whole block row before the recall and after it."""
+    from memvault.store.audit import decode_images
+
+    recaller = recaller_for(filled)
+    now = utcnow()
+    result = recaller.recall(filled, QUERY, limit=2, now=now, record=False)
+    ids = sorted({h.block_id for h in result.results})
+    rows_before = filled.read_table("blocks", "id = ANY(:ids)", {"ids": ids})
+    write_recalls(filled, [(result, None, now)])
+    rows_after = filled.read_table("blocks", "id = ANY(:ids)", {"ids": ids})
+    audit = filled.fetch_df(
+        "SELECT target_id, before_image, after_image FROM audit_log "
+        "WHERE run_id = :r AND target_table = 'blocks' ORDER BY id",
+        {"r": result.recall_id},
+    )
+    assert audit["target_id"].to_list() == ids
+    assert decode_images(filled, "blocks", audit["before_image"]).to_dicts() == rows_before.to_dicts()  # fmt: skip
+    assert decode_images(filled, "blocks", audit["after_image"]).to_dicts() == rows_after.to_dicts()  # fmt: skip
+    assert rows_after["access_count"].to_list() == [c + 1 for c in rows_before["access_count"]]
+
+
+def test_a_recall_answered_while_the_server_stops_is_written_before_it_answers(
+    filled: Store,
+) -> None:
+    service = MemoryService(filled, queued=True)
+    assert service.writer is not None
+    service.writer.close()  # a late request, after the writer was closed
+    found = service.recall(QUERY, limit=2)
+    assert filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": found["recall_id"]})
