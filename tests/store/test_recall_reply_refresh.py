@@ -163,17 +163,20 @@ def test_a_serving_process_lifts_the_answer_it_was_just_told(store: Store) -> No
 
     _history(store)
     service = MemoryService(store, Recaller(EMBEDDER, refresh_seconds=0))
-    service.warm()
-    for speaker, text, minute in (
-        ("Caroline", "I adopted a tiny kitten from the shelter on Friday.", 0),
-        ("Melanie", "Aww! What did you name the kitten?", 1),
-        ("Caroline", "Noodle, because of her fur.", 2),
-    ):
-        at = (START + dt.timedelta(days=300, minutes=minute)).isoformat()
-        service.remember(f"{speaker}: {text}", session_id="s-mcp", occurred_at=at)
-    kitten = "what name did the kitten get"
-    served = [h["block_id"] for h in service.recall(kitten, limit=3)["results"]]
-    fresh = Recaller(EMBEDDER).recall(store, kitten, limit=3, record=False).results
-    assert served == [h.block_id for h in fresh]
-    [answer] = store.fetch("SELECT id FROM blocks WHERE text LIKE '%Noodle%'")
-    assert served[1] == answer[0]  # right behind the question, as after a rebuild
+    try:
+        service.warm()
+        for speaker, text, minute in (
+            ("Caroline", "I adopted a tiny kitten from the shelter on Friday.", 0),
+            ("Melanie", "Aww! What did you name the kitten?", 1),
+            ("Caroline", "Noodle, because of her fur.", 2),
+        ):
+            at = (START + dt.timedelta(days=300, minutes=minute)).isoformat()
+            service.remember(f"{speaker}: {text}", session_id="s-mcp", occurred_at=at)
+        kitten = "what name did the kitten get"
+        served = [h["block_id"] for h in service.recall(kitten, limit=3)["results"]]
+        fresh = Recaller(EMBEDDER).recall(store, kitten, limit=3, record=False).results
+        assert served == [h.block_id for h in fresh]
+        [answer] = store.fetch("SELECT id FROM blocks WHERE text LIKE '%Noodle%'")
+        assert served[1] == answer[0]  # right behind the question, as after a rebuild
+    finally:
+        service.close()  # its recall writer holds a connection of its own
