@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+import memvault
+from memvault.ingest import Numbered, ingest_records
 from tests.perf.recall_eval import realtalk
 from tests.perf.recall_eval.conversations import conversations
-from tests.perf.recall_eval.evaluate import evaluate_all, table
+from tests.perf.recall_eval.evaluate import evaluate_all, night, records_of, table
 
 
 def test_the_generated_set_is_deterministic_and_large_enough() -> None:
@@ -59,3 +61,22 @@ def test_recall_quality_against_bm25_and_dense(tmp_path: Path) -> None:
     for result in results.values():
         assert result["memvault"]["all"]["hit@5"] >= result["bm25"]["all"]["hit@5"]
         assert result["memvault"]["all"]["hit@5"] >= result["dense"]["all"]["hit@5"]
+
+
+def test_the_night_supersedes_the_older_planted_fact_by_the_projects_rules(tmp_path: Path) -> None:
+    """The oracle's facts go in as triples; the rules-only conflict resolution, not the
+    harness, retires the older role and home city (functional, volatile predicates)."""
+    conv = conversations()[0]
+    assert {f.predicate for f in conv.facts} == {"has_role", "lives_in"}
+    store = memvault.open(f"duckdb://{tmp_path / 'night.duckdb'}")
+    try:
+        items = [Numbered(i + 1, r) for i, r in enumerate(records_of(conv, facts=True))]
+        ingest_records(store, items, source="night.jsonl")
+        assert night(store, conv) == {"supersede": 2}
+        rows = store.fetch_df("SELECT source_block, status FROM triples").rows()
+        older = {f.turn for f in conv.facts[::2]}  # each change: the older fact first
+        assert {b: s for b, s in rows} == {
+            f.turn: "superseded" if f.turn in older else "active" for f in conv.facts
+        }
+    finally:
+        store.close()
