@@ -9,6 +9,7 @@ vectors take a few minutes on two cores (cached by text within the run).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,8 @@ def test_evidence_notation_is_read_as_the_annotators_wrote_it() -> None:
 @pytest.mark.perf
 @pytest.mark.timeout(1800)
 def test_recall_quality_against_bm25_and_dense(tmp_path: Path) -> None:
-    results = evaluate_all(tmp_path)
+    # RECALL_EVAL_CACHE: a folder that keeps the MiniLM vectors between runs (by text)
+    results = evaluate_all(Path(os.environ.get("RECALL_EVAL_CACHE") or tmp_path))
     for name, result in results.items():
         print(f"\n{name}\n{table(result)}")
     for result in results.values():

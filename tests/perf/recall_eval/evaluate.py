@@ -284,7 +284,7 @@ def table(result: Result) -> str:
     lines = [f"{'type':<11} {'n':>4} {'system':<9} {'hit@5':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}"]
     for kind in (*KINDS, "all"):
         for system in SYSTEMS:
-            m = result[system].get(kind)
+            m = result.get(system, {}).get(kind)
             if m:
                 lines.append(f"{kind:<11} {m['n']:4.0f} {system:<9} {m['hit@5']:6.3f} {m['recall@5']:6.3f} {m['recall@10']:6.3f} {m['MRR']:6.3f}")  # fmt: skip
     mine = result["memvault"]["all"]
