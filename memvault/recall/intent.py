@@ -28,7 +28,7 @@ INTENTS: tuple[str, ...] = (
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (intent, re.compile(pattern))
     for intent, pattern in (
-        ("employer_lookup", r"\b(employer|company|employed|works? (at|for)|job)\b|\bwhere does (\S+ )?work\b"),
+        ("employer_lookup", r"\b(employer|company|employed|works? (at|for)|job|for a living|occupation|profession)\b|\bwhere does (\S+ )?work\b"),
         ("location_lookup", r"\b(live|lives|living|city|based|located|home town|hometown|moved to)\b"),
         ("dependency_lookup", r"\b(depend\w*|requires?|services does|needs?)\b"),
         ("preference_lookup", r"\b(prefer\w*|like|likes|style|taste)\b"),

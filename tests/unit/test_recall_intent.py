@@ -60,3 +60,9 @@ def test_bm25_prefers_the_rarer_word_and_scores_new_documents_alike() -> None:
     later = KeywordIndex.build(pl.Series(["d"]), pl.Series(["redis cache redis"]), index.stats)
     assert later.score("redis cache")[0] == pytest.approx(scores[0])
     assert later.score("kubernetes")[0] == 0
+
+
+def test_what_someone_does_for_a_living_asks_for_their_work_not_their_home() -> None:
+    assert classify_intent("What does Sam do for a living now?") == "employer_lookup"
+    assert classify_intent("What is her profession?") == "employer_lookup"
+    assert classify_intent("Where is Sam living these days?") == "location_lookup"

@@ -13,6 +13,13 @@ turn id(s) that answer it. The question types are the ways recall was seen to mi
 ``current``     a fact changed: the question asks what is true now (gold: the later turn).
 ``neighbour``   the question's words are in the other speaker's question; the answer is the reply.
 
+For the ``current`` questions the generator also records the fact each planted turn states
+(:class:`Fact`: the speaker, a predicate of the project's definitions, the object, the turn):
+what a correct extractor would read from that turn. The harness's "after extraction and a
+night" mode writes them as the extraction would (an oracle extractor: it measures ranking
+given correct extraction, not extraction). The vehicle change has no fact: no defined
+predicate means "drives" (``uses_tool`` is for tools, and multi-valued).
+
 Chit-chat filler shares vocabulary with the facts, so no word alone gives the answer away.
 This data is our own: recall is never tuned to a public benchmark.
 """
@@ -192,12 +199,25 @@ class Question:
 
 
 @dataclass
+class Fact:
+    """A fact a planted turn states, as an extractor that reads it correctly would record it."""
+
+    subject: str  # the speaker's name
+    predicate: str  # one of memvault/temporal/predicates.yaml
+    object: str
+    turn: str  # the turn (block) id that states it
+    #: The object is an entity (a place) rather than a literal.
+    object_is_entity: bool = False
+
+
+@dataclass
 class Conversation:
     id: str
     speakers: tuple[str, str]
     dates: list[dt.datetime]
     turns: list[Turn] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
 
 
 def _relative(rng: random.Random, day: dt.date) -> tuple[str, dt.date]:
@@ -240,6 +260,8 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
         return refs
 
     questions: list[tuple[str, str, list[tuple[int, int]]]] = []
+    # (subject, predicate, object, object is an entity, where the turn is planted)
+    facts: list[tuple[str, str, str, bool, tuple[int, int]]] = []
     fill = {"city": rng.choice(CITIES), "pet": rng.choice(PETS), "kid": rng.choice(KIDS)}
     for said, asked, decoy in rng.sample(PARAPHRASE, 10):
         s, o = rng.sample((a, b), 2)
@@ -274,10 +296,11 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
         questions.append(("multihop", asked.format(**values), g1 + g2))
     for _ in range(6):
         s = rng.choice((a, b))
-        (old, _), (new, _new_word) = rng.sample(JOBS, 2)
+        (old, old_role), (new, new_role) = rng.sample(JOBS, 2)
         s1, s2 = sorted(rng.sample(range(sessions), 2))
-        plant(s1, [(s, f"I work as {old}, it's a good job for now.")])
+        before = plant(s1, [(s, f"I work as {old}, it's a good job for now.")])
         gold = plant(s2, [(s, f"Big change: I quit, and now I'm {new}.")])
+        facts += [(s, "has_role", old_role, False, before[0]), (s, "has_role", new_role, False, gold[0])]  # fmt: skip
         questions.append(("current", f"What does {s} do for a living now?", gold))
         break  # one job history per speaker pair keeps "now" unambiguous
     for where in ("live", "drive"):
@@ -285,8 +308,9 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
         s1, s2 = sorted(rng.sample(range(sessions), 2))
         if where == "live":
             c1, c2 = rng.sample(CITIES, 2)
-            plant(s1, [(s, f"I live in {c1}, in a flat near the station.")])
+            before = plant(s1, [(s, f"I live in {c1}, in a flat near the station.")])
             gold = plant(s2, [(s, f"We moved! Our new home is in {c2}.")])
+            facts += [(s, "lives_in", c1, True, before[0]), (s, "lives_in", c2, True, gold[0])]
             questions.append(("current", f"Which city does {s} live in at the moment?", gold))
         else:
             plant(s1, [(s, "I drive an old red hatchback to work.")])
@@ -314,6 +338,9 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
     for kind, text, refs in questions:
         gold = [f"{conv.id}_s{s}_t{positions[s][i]:03d}" for s, i in refs]
         conv.questions.append(Question(kind, text, gold))
+    for subject, predicate, obj, is_entity, (s, i) in facts:
+        turn = f"{conv.id}_s{s}_t{positions[s][i]:03d}"
+        conv.facts.append(Fact(subject, predicate, obj, turn, is_entity))
     return conv
 
 
