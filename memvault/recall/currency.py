@@ -240,6 +240,11 @@ class Currency:
 
     # -- one block ----------------------------------------------------------------------------
 
+    def is_current_source(self, block_id: str) -> bool:
+        """The block is the source of a current fact asked for (it states it, whatever its
+        text)."""
+        return block_id in self._current_sources
+
     def states_current(self, block_id: str, text: str) -> bool:
         """The block is the source of a current fact asked for, or (no fact that counts linked
         to it) its text holds the object of one."""
