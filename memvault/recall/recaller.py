@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from memvault.recall.currency import (
     INTENT_PREDICATES,
     STALE_FACTOR,
     Currency,
+    FactsCache,
 )
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
@@ -117,6 +119,9 @@ class Recaller:
         )
         self.index: SearchIndex | None = None
         self._checked = 0.0
+        self.facts = FactsCache()
+        #: Whether the facts cache was checked for the recall under way (checked once per call).
+        self._facts_checked = False
 
     @property
     def embedder(self) -> Embedder:
@@ -140,6 +145,24 @@ class Recaller:
             self.index = self.index.refresh(store)
         self._checked = time.monotonic()
         return self.index
+
+    def currency(
+        self, store: Store, entity_ids: list[str], intent: str | None, block_ids: Sequence[str] = ()
+    ) -> Currency:
+        """The currency of a ranking, the named entities' facts taken from the cache."""
+        if not self._facts_checked:
+            self.facts.check(store)
+        return self.facts.currency(store, entity_ids, intent, block_ids)
+
+    def entity_facts(self, store: Store, entity_ids: list[str], intent: str | None) -> list[Fact]:
+        """The named entities' current facts a recall returns (the intent's first), cached."""
+        if not self._facts_checked:
+            self.facts.check(store)
+        key = ("facts", tuple(entity_ids), intent)
+        if (facts := self.facts.entries.get(key)) is None:
+            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
+            facts = self.facts.entries[key] = [Fact(**r) for r in frame.iter_rows(named=True)]
+        return [f.model_copy() for f in facts]
 
     # -- understanding ------------------------------------------------------------------------
 
@@ -190,7 +213,7 @@ class Recaller:
         vector = None
         if index.has_vectors:
             vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-        currency = Currency.load(store, entity_ids, intent)
+        currency = self.currency(store, entity_ids, intent)
         want = max(limit, MIN_CANDIDATES // CANDIDATES_PER_RESULT) * CANDIDATES_PER_RESULT
         candidates = index.score(
             query,
@@ -278,7 +301,7 @@ class Recaller:
             return None
         ids = json.loads(result_ids or "[]")
         score_list = json.loads(scores or "[]")
-        currency = Currency.load(store, entity_ids, intent, ids)
+        currency = self.currency(store, entity_ids, intent, ids)
         if currency.basis(ids) != json.loads(facts):
             return None
         rows = blocks_by_id(store, ids[:limit])
@@ -311,6 +334,25 @@ class Recaller:
         Raises :class:`QueryError` (nothing recorded) for a query :func:`check_query` refuses."""
         check_query(query)
         started = time.perf_counter()
+        self.facts.check(store)  # once for the whole recall
+        self._facts_checked = True
+        try:
+            return self._recall(store, query, limit, session_id, now, facts, record, started)
+        finally:
+            self._facts_checked = False
+
+    def _recall(
+        self,
+        store: Store,
+        query: str,
+        limit: int,
+        session_id: str | None,
+        now: dt.datetime | None,
+        facts: bool,
+        record: bool,
+        started: float,
+    ) -> RecallResult:
+        """The body of :meth:`recall`, the facts cache checked."""
         now = to_utc_naive(now) if now is not None else utcnow()
         if limit < 1:
             raise ValueError("limit must be at least 1")
@@ -336,8 +378,7 @@ class Recaller:
             result.prefetch_id = str(cached[0][0])
             result.search_mode = "prefetched"
         if facts and entity_ids:
-            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
-            result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
+            result.facts = self.entity_facts(store, entity_ids, intent)
         if not result.served_from_prefetch:
             result.results, result.search_mode = self.search(
                 store, query, entity_ids, limit, index, intent
