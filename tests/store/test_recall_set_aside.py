@@ -41,7 +41,7 @@ def _tools_store(store: Store, tmp_path: Path, seed: int) -> None:
         text = (
             f"Ada uses {tool} for testing the {rng.choice(TOOLS)} service."
             if k < 60
-            else f"Ada wrote notes about {rng.choice(TOOLS)} and lunch."
+            else f"Which tools does Ada use for testing? Notes on {rng.choice(TOOLS)}, testing tools."
         )
         out += [
             BlockRecord(id=f"b{k:03d}", session_id="s1", text=text, created_at=at),
