@@ -21,6 +21,7 @@ new fact of the same entity and predicate is recorded, the entry is not served.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import re
 from collections.abc import Collection, Iterable, Sequence
@@ -190,6 +191,19 @@ class Currency:
         for row in rows:
             self.stated.setdefault(str(row["source_block"]), []).append(row)
 
+    def fresh(self) -> Currency:
+        """A copy sharing the named entities' facts (and what is derived from them), with no
+        block read yet: what :class:`FactsCache` hands to each recall."""
+        out = copy.copy(self)
+        out.stated, out.looked_at = {}, set()
+        return out
+
+    def warm(self) -> Currency:
+        """Derive once what every recall tests candidate blocks against (kept in the cache)."""
+        for name in ("_current_sources", "_current_objects", "_all_objects", "_states_by_object"):
+            getattr(self, name)
+        return self
+
     # -- what the named entities' facts say ---------------------------------------------------
 
     # Read once per recall (``entity_facts`` is set when the currency is made, never after):
@@ -239,6 +253,11 @@ class Currency:
         return sorted({str(f["object_id"]) for f in self.current_facts if f["object_id"]})
 
     # -- one block ----------------------------------------------------------------------------
+
+    def is_current_source(self, block_id: str) -> bool:
+        """The block is the source of a current fact asked for (it states it, whatever its
+        text)."""
+        return block_id in self._current_sources
 
     def states_current(self, block_id: str, text: str) -> bool:
         """The block is the source of a current fact asked for, or (no fact that counts linked
@@ -295,3 +314,37 @@ class Currency:
         for bid in block_ids:
             out.update({str(f["id"]): state_of(f) for f in self.stated.get(bid, [])})
         return dict(sorted(out.items()))
+
+
+#: Changes whenever a fact is written: every write to ``triples`` (undo included) is audited.
+FACTS_MARK_SQL = "SELECT max(id) FROM audit_log WHERE target_table = 'triples'"
+
+
+class FactsCache:
+    """The named entities' facts of a long-lived process, read again only when a fact changed.
+
+    The owner can have tens of thousands of facts: reading them cost tens of milliseconds a
+    recall. One cheap query (the last audited write to ``triples``) tells whether any changed
+    since they were read; if one did, everything cached is dropped."""
+
+    def __init__(self) -> None:
+        self.mark: Any = object()
+        self.entries: dict[tuple[Any, ...], Any] = {}
+
+    def check(self, store: Store) -> None:
+        """Drop what was read when a fact was written since."""
+        mark = store.fetch(FACTS_MARK_SQL)[0][0]
+        if mark != self.mark:
+            self.entries.clear()
+            self.mark = mark
+
+    def currency(
+        self, store: Store, entity_ids: list[str], intent: str | None, block_ids: Sequence[str] = ()
+    ) -> Currency:
+        """:meth:`Currency.load`, the named entities' facts read once (call :meth:`check` first)."""
+        key = ("currency", tuple(entity_ids), INTENT_PREDICATES.get(intent or "", ()))
+        if (template := self.entries.get(key)) is None:
+            template = self.entries[key] = Currency.load(store, entity_ids, intent).warm()
+        cur: Currency = template.fresh()
+        cur.add_blocks(store, list(block_ids))
+        return cur

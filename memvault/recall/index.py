@@ -208,6 +208,16 @@ def _matrix(frame: pl.DataFrame, ids: list[str]) -> tuple[np.ndarray | None, np.
     return matrix, has
 
 
+def _id_at(segs: list[Segment], row: int) -> str:
+    """The block id of ``row`` counted over ``segs`` end to end (no list of every id is built
+    per query: only the best few are looked up)."""
+    for seg in segs:
+        if row < seg.size:
+            return seg.ids[row]
+        row -= seg.size
+    raise IndexError(row)
+
+
 @dataclass
 class SearchIndex:
     """Everything a recall searches, for one store and one embedding model."""
@@ -424,11 +434,10 @@ class SearchIndex:
         base, bonus = fuse_parts(signals)
         said = with_questions_lowered(with_replies(base, replies), question)
         total = np.where(live, said + bonus, -np.inf)
-        ids = [i for seg in segs for i in seg.ids]
-        k = min(top, len(ids))
+        k = min(top, len(total))
         best = np.argpartition(-total, k - 1)[:k]
         best = best[np.argsort(-total[best], kind="stable")]
-        found = [(ids[i], float(total[i])) for i in best if np.isfinite(total[i])]
+        found = [(_id_at(segs, i), float(total[i])) for i in best if np.isfinite(total[i])]
         seen = {b for b, _ in found}
         for bid, score in self._wanted(segs, total, live, include, include_mentioning, top):
             if bid not in seen:

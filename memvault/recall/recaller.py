@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from memvault.recall.currency import (
     INTENT_PREDICATES,
     STALE_FACTOR,
     Currency,
+    FactsCache,
 )
 from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
@@ -117,6 +119,9 @@ class Recaller:
         )
         self.index: SearchIndex | None = None
         self._checked = 0.0
+        self.facts = FactsCache()
+        #: Whether the facts cache was checked for the recall under way (checked once per call).
+        self._facts_checked = False
 
     @property
     def embedder(self) -> Embedder:
@@ -140,6 +145,24 @@ class Recaller:
             self.index = self.index.refresh(store)
         self._checked = time.monotonic()
         return self.index
+
+    def currency(
+        self, store: Store, entity_ids: list[str], intent: str | None, block_ids: Sequence[str] = ()
+    ) -> Currency:
+        """The currency of a ranking, the named entities' facts taken from the cache."""
+        if not self._facts_checked:
+            self.facts.check(store)
+        return self.facts.currency(store, entity_ids, intent, block_ids)
+
+    def entity_facts(self, store: Store, entity_ids: list[str], intent: str | None) -> list[Fact]:
+        """The named entities' current facts a recall returns (the intent's first), cached."""
+        if not self._facts_checked:
+            self.facts.check(store)
+        key = ("facts", tuple(entity_ids), intent)
+        if (facts := self.facts.entries.get(key)) is None:
+            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
+            facts = self.facts.entries[key] = [Fact(**r) for r in frame.iter_rows(named=True)]
+        return [f.model_copy() for f in facts]
 
     # -- understanding ------------------------------------------------------------------------
 
@@ -190,15 +213,17 @@ class Recaller:
         vector = None
         if index.has_vectors:
             vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-        currency = Currency.load(store, entity_ids, intent)
+        currency = self.currency(store, entity_ids, intent)
+        want = max(limit, MIN_CANDIDATES // CANDIDATES_PER_RESULT) * CANDIDATES_PER_RESULT
         candidates = index.score(
             query,
             vector,
             entity_ids,
-            max(limit, MIN_CANDIDATES // CANDIDATES_PER_RESULT) * CANDIDATES_PER_RESULT,
+            want,
             include=currency.sources_of_current,
             include_mentioning=currency.current_objects,
         )
+        candidates, hidden = self.set_aside(store, currency, candidates, want)
         rows = blocks_by_id(store, [b for b, _ in candidates])
         currency.add_blocks(store, list(rows))
         hits = []
@@ -208,19 +233,16 @@ class Recaller:
             if (row := rows.get(bid)) is None:
                 continue
             states = currency.states_current(bid, row["text"])
-            total = (
-                score
-                + FEEDBACK_WEIGHT * float(np.clip(row["feedback_score"] or 0, -3, 3))
-                + CURRENT_FACT_WEIGHT * states
-            )
+            total = score + FEEDBACK_WEIGHT * clip_feedback(row["feedback_score"])
+            total += CURRENT_FACT_WEIGHT * states
             since = currency.superseded_since(bid, row["text"])
             if since is not None and total > 0:
                 total *= STALE_FACTOR
             if states and currency.answers(bid, row["text"], subject_words):
                 current.add(bid)
             hits.append(hit_of(row, total, since))
-        hits = rank_current_first(hits, current)
-        hits = rank_insights_below_sources(hits)
+        hits, hidden = rank_current_first(hits, current, hidden)
+        hits = rank_insights_below_sources(hits, hidden)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         hits = hits[:limit]
         return Ranking(
@@ -228,6 +250,40 @@ class Recaller:
             "hybrid" if vector is not None else "keywords",
             currency.basis([h.block_id for h in hits]),
         )
+
+    @staticmethod
+    def set_aside(
+        store: Store, currency: Currency, candidates: list[tuple[str, float]], keep: int
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """The candidates to read in full, and the final scores of those set aside.
+
+        A question about the owner makes every block stating one of their thousands of facts a
+        candidate. Such a block's final score needs no reading of it: it states a current fact
+        (it is its source), so it gets ``CURRENT_FACT_WEIGHT``, is not stale and comes first
+        with the others that do; only its feedback and whether it is an insight are read, for
+        the few blocks that have feedback or are insights. Of these blocks, the best ``keep``
+        memories by that score are read (so the best ``limit`` are unchanged); the others are
+        set aside with their score, which still counts where every candidate's does (how far
+        the current ones are lifted, the cap of the insights)."""
+        sources = [(b, s) for b, s in candidates if currency.is_current_source(b)]
+        if len(sources) <= keep:
+            return candidates, {}
+        marked = {
+            r[0]: (r[1], r[2])
+            for r in store.fetch(
+                "SELECT id, kind, feedback_score FROM blocks "
+                "WHERE (feedback_score <> 0 OR kind = 'insight') AND status = 'active'"
+            )
+        }
+        scored = []
+        for bid, score in sources:
+            kind, feedback = marked.get(bid, (None, 0))
+            if kind != "insight":  # an insight is read in full: its score is capped
+                total = score + FEEDBACK_WEIGHT * clip_feedback(feedback) + CURRENT_FACT_WEIGHT
+                scored.append((-round(total, 6), bid))
+        scored.sort()
+        hidden = {bid: -neg for neg, bid in scored[keep:]}
+        return [(b, s) for b, s in candidates if b not in hidden], hidden
 
     def prefetched(
         self,
@@ -245,7 +301,7 @@ class Recaller:
             return None
         ids = json.loads(result_ids or "[]")
         score_list = json.loads(scores or "[]")
-        currency = Currency.load(store, entity_ids, intent, ids)
+        currency = self.currency(store, entity_ids, intent, ids)
         if currency.basis(ids) != json.loads(facts):
             return None
         rows = blocks_by_id(store, ids[:limit])
@@ -278,6 +334,25 @@ class Recaller:
         Raises :class:`QueryError` (nothing recorded) for a query :func:`check_query` refuses."""
         check_query(query)
         started = time.perf_counter()
+        self.facts.check(store)  # once for the whole recall
+        self._facts_checked = True
+        try:
+            return self._recall(store, query, limit, session_id, now, facts, record, started)
+        finally:
+            self._facts_checked = False
+
+    def _recall(
+        self,
+        store: Store,
+        query: str,
+        limit: int,
+        session_id: str | None,
+        now: dt.datetime | None,
+        facts: bool,
+        record: bool,
+        started: float,
+    ) -> RecallResult:
+        """The body of :meth:`recall`, the facts cache checked."""
         now = to_utc_naive(now) if now is not None else utcnow()
         if limit < 1:
             raise ValueError("limit must be at least 1")
@@ -303,8 +378,7 @@ class Recaller:
             result.prefetch_id = str(cached[0][0])
             result.search_mode = "prefetched"
         if facts and entity_ids:
-            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
-            result.facts = [Fact(**r) for r in frame.iter_rows(named=True)]
+            result.facts = self.entity_facts(store, entity_ids, intent)
         if not result.served_from_prefetch:
             result.results, result.search_mode = self.search(
                 store, query, entity_ids, limit, index, intent
@@ -352,22 +426,33 @@ def name_words(index: SearchIndex, entity_ids: list[str]) -> set[str]:
     return out
 
 
-def rank_current_first(hits: list[RecallHit], current: set[str]) -> list[RecallHit]:
+def rank_current_first(
+    hits: list[RecallHit], current: set[str], hidden: dict[str, float] | None = None
+) -> tuple[list[RecallHit], dict[str, float]]:
     """The memories that state a current fact the question asks for (``current``) come first,
     in their own order: they answer it, however many of the question's words the others share
     ("where does Ada work": the block saying she joined Tyrell Systems, before the notes about
-    working from Madrid). So a memory whose facts were superseded always ranks below them."""
+    working from Madrid). So a memory whose facts were superseded always ranks below them.
+    ``hidden``: the scores of current memories set aside (not read), lifted alike."""
+    hidden = hidden or {}
     if not current:
-        return hits
+        return hits, hidden
     others = [h.score for h in hits if h.block_id not in current]
-    lowest = min((h.score for h in hits if h.block_id in current), default=None)
+    scores = [h.score for h in hits if h.block_id in current]
+    lowest = min([*scores, *hidden.values()], default=None)
     if lowest is None or not others or lowest > max(others):
-        return hits
+        return hits, hidden
     lift = max(others) - lowest + INSIGHT_MARGIN
-    return [
+    lifted = [
         h.model_copy(update={"score": round(h.score + lift, 6)}) if h.block_id in current else h
         for h in hits
     ]
+    return lifted, {b: round(s + lift, 6) for b, s in hidden.items()}
+
+
+def clip_feedback(value: float | None) -> float:
+    """A block's owner feedback, counted up to ±3 points."""
+    return float(min(max(value or 0, -3), 3))
 
 
 def cited_blocks(row: dict[str, Any]) -> list[str]:
@@ -381,12 +466,14 @@ def cited_blocks(row: dict[str, Any]) -> list[str]:
     return [t[len(CITES) :] for t in tags if isinstance(t, str) and t.startswith(CITES)]
 
 
-def rank_insights_below_sources(hits: list[RecallHit]) -> list[RecallHit]:
+def rank_insights_below_sources(
+    hits: list[RecallHit], hidden: dict[str, float] | None = None
+) -> list[RecallHit]:
     """An insight never outranks the memories it rests on: its score is capped just below the
     lowest-scoring memory among the candidates that it cites, or, when it cites none of them,
     just below the lowest-scoring memory found (nothing to compare it with is no reason to
-    trust it more)."""
-    memories = {h.block_id: h.score for h in hits if h.kind != "insight"}
+    trust it more). ``hidden``: the scores of memories set aside (candidates, not read)."""
+    memories = {**(hidden or {}), **{h.block_id: h.score for h in hits if h.kind != "insight"}}
     if not memories:
         return hits
     out = []
