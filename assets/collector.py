@@ -5,7 +5,15 @@ import time
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+)
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.store.tables import COUNTED_TABLES
@@ -24,6 +32,7 @@ DAILY = dg.FreshnessPolicy.time_window(
     owners=OWNERS,
     pool=STORE_POOL,
     freshness_policy=DAILY,
+    retry_policy=LLM_RETRY,
     description="Sessions, memories, entities and facts collected from the JSONL inbox and from "
     "Claude Code transcripts; a file already collected (same content) is skipped.",
 )
@@ -34,7 +43,7 @@ def collected_sessions(
     llm: JudgeResource,
 ) -> dg.MaterializeResult:
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         report = collect(
             opened,
@@ -120,3 +129,27 @@ def memory_embeddings(
             "duration_s": round(time.monotonic() - started, 3),
         }
     )
+
+
+collect_job = dg.define_asset_job(
+    "collect_job",
+    selection=dg.AssetSelection.groups("collector"),
+    description="Collect new sessions (JSONL inbox, Claude Code transcripts) and embed what came "
+    "in.",
+)
+
+collector_schedule = dg.ScheduleDefinition(
+    name="collector_daily",
+    job=collect_job,
+    cron_schedule="15 2 * * *",
+    description="The collector runs daily at 02:15, the one clock of the night: the gardener, "
+    "the profile and the layers follow it by automation, the lint follows the gardener and "
+    "tiering follows the dream.",
+)
+
+defs = dg.Definitions(
+    assets=[collected_sessions, memory_embeddings],
+    asset_checks=[references_resolve],
+    jobs=[collect_job],
+    schedules=[collector_schedule],
+)

@@ -12,7 +12,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, kinds, md_table
+from assets.common import OWNERS, STORE_POOL, after, kinds, md_table, with_upstream
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.run import Gardener, PhaseFailed
 from memvault.judge.store_cache import StoreJudgeCache
@@ -69,6 +69,7 @@ def _load(
     group_name=GROUP,
     # Each night after the collector: the survey reads what it collected and embedded.
     deps=[dg.AssetKey("memory_embeddings")],
+    automation_condition=after("memory_embeddings", why="after the collector"),
     kinds=kinds(),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -114,6 +115,7 @@ def _phase_asset(phase: str, upstream: Any, description: str) -> dg.AssetsDefini
         name=f"garden_{phase}",
         group_name=GROUP,
         deps=[upstream],
+        automation_condition=with_upstream("with the gardener's survey"),
         kinds=kinds(),
         owners=OWNERS,
         pool=STORE_POOL,
@@ -194,6 +196,7 @@ garden_journal = _phase_asset(
 @dg.asset(
     group_name=GROUP,
     deps=[garden_journal],
+    automation_condition=with_upstream("with the gardener's survey"),
     kinds=kinds(),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -229,13 +232,6 @@ garden_job = dg.define_asset_job(
     "invalidate, reconnect, journal, report.",
 )
 
-garden_nightly_schedule = dg.ScheduleDefinition(
-    name="garden_nightly",
-    job=garden_job,
-    cron_schedule="45 3 * * *",
-    description="The gardener runs nightly, after the collector (02:15).",
-)
-
 
 @dg.asset_check(
     asset=garden_report,
@@ -263,3 +259,19 @@ def garden_run_audited(
             "report_read_back": read_back,
         },
     )
+
+
+defs = dg.Definitions(
+    assets=[
+        garden_survey,
+        garden_dedup,
+        garden_decay,
+        garden_split,
+        garden_invalidate,
+        garden_reconnect,
+        garden_journal,
+        garden_report,
+    ],
+    asset_checks=[garden_run_audited],
+    jobs=[garden_job],
+)

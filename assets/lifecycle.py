@@ -10,7 +10,17 @@ import time
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    after_or_daily,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    with_upstream,
+)
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.digest import DIGEST_REFUSALS
 from memvault.lifecycle.originals import (
@@ -30,7 +40,10 @@ GROUP = "lifecycle"
 
 @dg.asset(
     group_name=GROUP,
-    deps=[dg.AssetKey("collected_sessions")],
+    deps=[dg.AssetKey("collected_sessions"), dg.AssetKey("dream_prune")],
+    automation_condition=after_or_daily(
+        "dream_prune", "0 5 * * *", why="after the dream, or at 05:00 on a day without one"
+    ),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -56,6 +69,8 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
 @dg.asset(
     group_name=GROUP,
     deps=[usage_weights],
+    automation_condition=with_upstream("with the usage signals"),
+    retry_policy=LLM_RETRY,
     kinds=kinds("polars", llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -73,7 +88,7 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
 def tiering(
     store: StoreResource, llm: JudgeResource, tiers: TieringResource
 ) -> dg.MaterializeResult:
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         before = judge.stats.as_dict()
         result = run_tiering(opened, judge, config=tiers.config(), dry_run=tiers.dry_run)
@@ -170,9 +185,9 @@ tiering_job = dg.define_asset_job(
     "cold and frozen ones).",
 )
 
-tiering_daily_schedule = dg.ScheduleDefinition(
-    name="tiering_daily",
-    job=tiering_job,
-    cron_schedule="0 5 * * *",
-    description="Tiering runs daily at 05:00, after the gardener (03:45) and the lint (04:15).",
+
+defs = dg.Definitions(
+    assets=[usage_weights, tiering],
+    asset_checks=[digests_keep_the_original, demoted_blocks_stay_findable],
+    jobs=[tiering_job],
 )

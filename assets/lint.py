@@ -14,7 +14,18 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table, timestamp
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    after,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    timestamp,
+    with_upstream,
+)
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lint.confirm import unconfirmed_changes
 from memvault.lint.findings import LintReport
@@ -70,7 +81,8 @@ def _report_metadata(report: LintReport, started: float) -> dict[str, Any]:
 
 @dg.asset(
     group_name=LINT_GROUP,
-    deps=[dg.AssetKey("dream_prune")],
+    deps=[dg.AssetKey("dream_prune"), dg.AssetKey("garden_report")],
+    automation_condition=after("garden_report", why="after the gardener"),
     kinds=kinds("igraph"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -96,6 +108,7 @@ def lint_structure(context: dg.AssetExecutionContext, store: StoreResource) -> d
 @dg.asset(
     group_name=LINT_GROUP,
     deps=[lint_structure],
+    automation_condition=with_upstream("with the lint's structure layer"),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -126,6 +139,8 @@ def lint_grounding(
 @dg.asset(
     group_name=LINT_GROUP,
     deps=[lint_grounding],
+    automation_condition=with_upstream("with the lint's structure layer"),
+    retry_policy=LLM_RETRY,
     kinds=kinds("numpy", llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -144,7 +159,7 @@ def lint_semantic(
 ) -> dg.MaterializeResult:
     run_id = lint_run_id(context)
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         since = begin_lint(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         result = run_semantic(
@@ -177,6 +192,8 @@ def lint_semantic(
 @dg.asset(
     group_name=LINT_GROUP,
     deps=[lint_semantic],
+    automation_condition=with_upstream("with the lint's structure layer"),
+    retry_policy=LLM_RETRY,
     kinds=kinds("polars", llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -193,7 +210,7 @@ def lint_confirm(
 ) -> dg.MaterializeResult:
     run_id = lint_run_id(context)
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         begin_lint(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         report, applied = run_confirm(opened, judge, run_id, review.policy())
@@ -217,6 +234,7 @@ def lint_confirm(
 @dg.asset(
     group_name=REVIEW_GROUP,
     deps=[lint_confirm],
+    automation_condition=with_upstream("with the lint's structure layer"),
     kinds=kinds(),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -291,10 +309,9 @@ lint_job = dg.define_asset_job(
     "review queue's deadlines and intake.",
 )
 
-lint_nightly_schedule = dg.ScheduleDefinition(
-    name="lint_nightly",
-    job=lint_job,
-    cron_schedule="15 4 * * *",
-    description="The lint runs nightly at 04:15, after the collector (02:15) and the gardener "
-    "(03:45).",
+
+defs = dg.Definitions(
+    assets=[lint_structure, lint_grounding, lint_semantic, lint_confirm, review_queue],
+    asset_checks=[judged_changes_confirmed],
+    jobs=[lint_job],
 )

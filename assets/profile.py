@@ -17,7 +17,17 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    after,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    with_upstream,
+)
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.profile import ProfileSettings, compute_snapshots, write_snapshots
 from memvault.profile.diary import write_diary
@@ -78,6 +88,7 @@ def _names(items: list[dict[str, Any]], n: int = 5) -> str:
             ),
         ),
     ],
+    automation_condition=after("collected_sessions", why="after the collector: yesterday"),
     kinds=kinds("igraph", "polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -152,6 +163,7 @@ def _interest_asset(window: int) -> dg.AssetsDefinition:
                 ),
             )
         ],
+        automation_condition=with_upstream("with the day's snapshot"),
         kinds=kinds("polars"),
         owners=OWNERS,
         pool=STORE_POOL,
@@ -193,6 +205,8 @@ interest_7d, interest_30d, interest_90d = (_interest_asset(w) for w in WINDOWS)
     partitions_def=DAILY_PARTITIONS,
     backfill_policy=BACKFILL,
     deps=[daily_snapshot, interest_7d],
+    automation_condition=with_upstream("with the day's snapshot"),
+    retry_policy=LLM_RETRY,
     kinds=kinds(llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -207,7 +221,7 @@ def diary_page(
 ) -> dg.MaterializeResult:
     days = partition_days(context)
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         snapshots = read_snapshots(opened, days[0], days[-1])
         missing = sorted(set(days) - set(snapshots["day"].to_list())) if snapshots.height else days
         if missing:
@@ -241,7 +255,8 @@ def diary_page(
 
 @dg.asset(
     group_name=PROFILE_GROUP,
-    deps=[dg.AssetKey("dream_signal")],
+    deps=[dg.AssetKey("dream_communities")],
+    automation_condition=after("dream_communities", why="after the dream's communities"),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -302,11 +317,5 @@ gaps_job = dg.define_asset_job(
     description="Refresh the knowledge gaps (recall failures, structural gaps).",
 )
 
-profile_nightly_schedule = dg.build_schedule_from_partitioned_job(
-    profile_job,
-    name="profile_nightly",
-    hour_of_day=4,
-    minute_of_hour=30,
-    description="Yesterday's profile partition, nightly at 04:30 in the owner's timezone, after "
-    "the collector (02:15) and the gardener (03:45).",
-)
+
+defs = dg.Definitions(assets=[*PROFILE_ASSETS, knowledge_gaps], jobs=[profile_job, gaps_job])

@@ -15,7 +15,7 @@ import dagster as dg
 import polars as pl
 
 from assets.common import STORE_POOL, md_table
-from assets.dream import dream_consolidate
+from assets.dream.stages import dream_consolidate
 from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lint.findings import open_findings

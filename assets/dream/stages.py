@@ -1,4 +1,4 @@
-"""The dream track: orient → signal → reflect → consolidate → prune, one asset per stage.
+"""The dream's stages around its graph: orient before it; reflect, consolidate, prune after.
 
 Every stage of one dream shares a run id derived from the Dagster run's root,
 so a run re-executed from failure continues the same dream: its audit rows,
@@ -11,7 +11,16 @@ import time
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table, timestamp
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    timestamp,
+)
 from memvault.dream import orient, prune_orphans, reflect, statistics_snapshot
 from memvault.dream.exclusive import DreamInProgress, begin_dream
 from memvault.dream.normalize_content import normalize_content
@@ -23,8 +32,6 @@ from memvault.dream.report import (
     save_report,
     stage_figures,
 )
-from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
-from memvault.graph.discovery import discover
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.normalize import utcnow
 from memvault.store import Store
@@ -93,87 +100,11 @@ def dream_orient(
 
 @dg.asset(
     group_name=DREAM_GROUP,
-    deps=[dream_orient],
-    kinds=kinds("igraph", "polars"),
-    owners=OWNERS,
-    pool=STORE_POOL,
-    description="Entity-to-entity edges scored by five signals (co-occurrence, shared sessions, "
-    "common neighbours, type affinity, embedding similarity), communities found by weighted "
-    "Leiden, centrality by personalized PageRank seeded with the recent sessions, then surprise "
-    "discovery: new links between communities, strong indirect pairs and facts the structure "
-    "says are missing, queued in the discovery inbox (`memvault inbox`), never pushed.",
-)
-def dream_signal(
-    context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
-) -> dg.MaterializeResult:
-    run_id = dream_run_id(context, dream.dry_run)
-    config = GraphConfig.model_validate(dream.graph)
-    started = time.monotonic()
-    with store.open() as opened:
-        opened.heartbeat(run_id)
-        edges = refresh_edges(opened, config, run_id, dry_run=dream.dry_run)
-        communities = detect_communities(opened, config, run_id, dry_run=dream.dry_run)
-        centrality = compute_centrality(opened, config, run_id, dry_run=dream.dry_run)
-        found = discover(
-            opened, config, run_id, edges, communities, centrality, dry_run=dream.dry_run
-        )
-        for item in found.discoveries[:LOGGED_ACTIONS]:
-            context.log.info(f"{'would queue' if dream.dry_run else 'queued'}: {item.explanation}")
-        duration = round(time.monotonic() - started, 3)
-        figures = {
-            "edges": edges.as_dict(),
-            "communities": communities.as_dict(),
-            "centrality": centrality.as_dict(),
-            "discovery": found.as_dict(),
-            "actions": {
-                "edge-insert": edges.inserted,
-                "edge-update": edges.updated,
-                "discover": 0 if dream.dry_run else sum(found.written.values()),
-            },
-            "duration_s": duration,
-        }
-        record_stage(opened, run_id, "signal", figures)
-        written = rows_written(opened, run_id, "dream_signal")
-    return dg.MaterializeResult(
-        metadata={
-            "edges_connected": edges.connected,
-            "edges_pending": edges.pending,
-            "edges_inserted": edges.inserted,
-            "edges_updated": edges.updated,
-            "incremental": edges.incremental,
-            "communities": communities.communities,
-            "largest_community": communities.largest,
-            "ppr_seeds": centrality.seeds,
-            **{f"discoveries_{kind}": n for kind, n in found.written.items()},
-            "discoveries_already_known": found.already_known,
-            "bridge_threshold": found.bridge_threshold
-            if found.bridge_threshold is not None
-            else -1.0,
-            "rows_written": written,
-            "duration_s": duration,
-            "timings_s": md_table(
-                {f"edges {k}": v for k, v in edges.seconds.items()}
-                | {f"leiden {k}": v for k, v in communities.seconds.items()}
-                | {f"pagerank {k}": v for k, v in centrality.seconds.items()}
-                | {f"discovery {k}": v for k, v in found.seconds.items()},
-                ("step", "seconds"),
-            ),
-            "discoveries": md_table(
-                [
-                    {"kind": d.kind, "score": d.score, "explanation": d.explanation}
-                    for d in found.discoveries[:LOGGED_ACTIONS]
-                ]
-            ),
-        }
-    )
-
-
-@dg.asset(
-    group_name=DREAM_GROUP,
-    deps=[dream_signal],
+    deps=[dg.AssetKey("dream_discoveries")],
     kinds=kinds(llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
+    retry_policy=LLM_RETRY,
     description="Insights and knowledge gaps, read off a statistics snapshot of the store (never "
     "the raw memories) and a few memory blocks about the central entities. Without an LLM, an "
     "honest statistical reflection labelled as such. An LLM's insight is stored (as a block of "
@@ -189,7 +120,7 @@ def dream_reflect(
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         snapshot = statistics_snapshot(opened, orient(opened))
@@ -252,6 +183,7 @@ def dream_reflect(
     kinds=kinds("polars", llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
+    retry_policy=LLM_RETRY,
     description="Content normalization first (broken encodings repaired, whitespace collapsed, "
     "over-long memories split into parts; the original text stays in the audit log), then "
     "temporal conflict resolution in audited batches: rules settle the clear cases "
@@ -267,7 +199,7 @@ def dream_consolidate(
 ) -> dg.MaterializeResult:
     run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         content = normalize_content(opened, run_id, dry_run=dream.dry_run)

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 import memvault
-from assets.dream_checks import bitemporal_consistency, grounding, no_data_loss
+from assets.dream.checks import bitemporal_consistency, grounding, no_data_loss
 from memvault.demo.generator import GroundTruth
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
@@ -48,7 +48,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
     reflect = metadata(first, "dream_reflect")
     assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
-    signal = metadata(first, "dream_signal")
+    signal = metadata(first, "dream_discoveries")
     kinds = ("cross_community", "indirect_strong", "knowledge_gap")
     found = {k: signal[f"discoveries_{k}"] for k in kinds}
     assert found["cross_community"] == 0, "the first graph has nothing to be new against"
@@ -72,7 +72,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert again["rows_written"] == 0 and again["llm_calls"] == 0
     assert again["merges"] == again["supersedes"] == again["unmerges"] == 0
     assert again["content_blocks_changed"] == again["content_facts_changed"] == 0
-    signal_again = metadata(second, "dream_signal")
+    signal_again = metadata(second, "dream_discoveries")
     assert sum(signal_again[f"discoveries_{k}"] for k in kinds) == 0
     with memvault.open(url) as store:
         # Only new insights/report rows: no fact, entity or session changed.

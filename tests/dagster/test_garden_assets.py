@@ -14,7 +14,6 @@ from assets.gardener import (
     garden_invalidate,
     garden_job,
     garden_journal,
-    garden_nightly_schedule,
     garden_reconnect,
     garden_report,
     garden_run_audited,
@@ -86,18 +85,21 @@ def test_a_phase_without_its_survey_fails_clearly(small_store: str) -> None:
     assert not result.success
 
 
-def test_job_and_schedule_cover_the_group() -> None:
+def test_job_and_automation_cover_the_group() -> None:
     defs = dg.Definitions(
         assets=ASSETS,
         jobs=[garden_job],
-        schedules=[garden_nightly_schedule],
         resources={"gardener": GardenerResource(), "llm": JudgeResource()},
     )
     job = defs.resolve_job_def("garden_job")
     assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {
         a.key.to_user_string() for a in ASSETS
     }
-    assert garden_nightly_schedule.cron_schedule == "45 3 * * *"
+    # The survey follows the collector; every later phase runs in the survey's run.
+    conditions = {a.key.to_user_string(): a.automation_condition for a in ASSETS}
+    assert conditions.pop("garden_survey").label == "after the collector"  # type: ignore[union-attr]
+    assert {c.label for c in conditions.values() if c} == {"with the gardener's survey"}
+    assert len(conditions) == len(ASSETS) - 1 and all(conditions.values())
     for asset in ASSETS:
         spec = next(iter(asset.specs))
         assert spec.group_name == "gardener"
