@@ -109,6 +109,7 @@ def test_checks_and_schedules() -> None:
     blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}
     assert blocking == {
         "references_resolve",
+        "grounding",
         "no_data_loss",
         "bitemporal_consistency",
         "idempotency",

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 import pytest
 
 import memvault
@@ -383,3 +384,26 @@ def test_consolidate_repairs_broken_text_first_and_only_once(
     assert second.success
     again = metadata(second, "dream_consolidate")
     assert again["content_blocks_changed"] == again["content_parts_created"] == 0
+
+
+def test_grounding_blocks_only_a_fact_learned_since_the_last_dream(tmp_path: Path) -> None:
+    """An old fact that breaks its definition is a warning (the lint's to settle); one learned
+    since the last dream stops the dream."""
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    seed_demo_store(url, tmp_path)
+    assert run_dream(url).success
+    with memvault.open(url) as store:
+        [old] = store.fetch("SELECT id FROM triples WHERE status = 'active' LIMIT 1")
+        store.backend.execute(
+            "UPDATE triples SET predicate = 'owns_pet' WHERE id = :id", {"id": old[0]}
+        )
+        older = grounding(store)
+        assert not older.passed and older.severity == dg.AssetCheckSeverity.WARN
+        assert older.metadata["new_violations"].value == 0
+        row = store.fetch_df("SELECT * FROM triples WHERE id = :id", {"id": old[0]})
+        fresh = row.with_columns(pl.lit("t_new_ungrounded").alias("id"))
+        with store.mutation("test-ingest", "ingest") as m:
+            m.insert("triples", fresh)
+        newer = grounding(store)
+        assert not newer.passed and newer.severity == dg.AssetCheckSeverity.ERROR
+        assert newer.metadata["new_violations"].value == 1
