@@ -161,3 +161,37 @@ def after_or_daily(upstream: str, cron: str, why: str) -> dg.AutomationCondition
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
     ).with_label(why)
+
+
+# -- Great Expectations suites, checked in the step that writes the table -------------------
+
+SUITE_TEXT = {
+    "blocks": "Great Expectations suite on the memory blocks: ids unique, text, status and "
+    "creation time set, a known tier, access counts never negative.",
+    "edges": "Great Expectations suite on the entity graph's edges: ids unique, both ends set, "
+    "a known status, composite weights never negative.",
+    "profile_daily": "Great Expectations suite on the daily snapshots: ids unique, the day, "
+    "the time it was known at, the timezone, the top entities and the activity set.",
+}
+
+
+def expectations_spec(table: str, asset: str) -> dg.AssetCheckSpec:
+    """The suite of ``table`` as a check of the asset that writes it (run in its step)."""
+    return dg.AssetCheckSpec(f"{table}_expectations", asset=asset, description=SUITE_TEXT[table])
+
+
+def expectations_result(store: Any, table: str, asset: str) -> dg.AssetCheckResult:
+    from memvault.quality import validate_table
+
+    result = validate_table(store, table)
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=f"{table}_expectations",
+        passed=result.success,
+        metadata={
+            "expectations": result.evaluated,
+            "failed_expectations": len(result.failed),
+            "failed": md_table([{"expectation": f} for f in result.failed]),
+            "rows": result.rows,
+        },
+    )

@@ -15,6 +15,8 @@ from assets.common import (
     OWNERS,
     STORE_POOL,
     after_or_daily,
+    expectations_result,
+    expectations_spec,
     judge_metadata,
     kinds,
     md_table,
@@ -70,6 +72,7 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
     group_name=GROUP,
     deps=[usage_weights],
     automation_condition=with_upstream("with the usage signals"),
+    check_specs=[expectations_spec("blocks", "tiering")],
     retry_policy=LLM_RETRY,
     kinds=kinds("polars", llm=True),
     owners=OWNERS,
@@ -92,9 +95,11 @@ def tiering(
         judge = llm.build(cache=StoreJudgeCache(opened))
         before = judge.stats.as_dict()
         result = run_tiering(opened, judge, config=tiers.config(), dry_run=tiers.dry_run)
+        checked = expectations_result(opened, "blocks", "tiering")
     summary = result.summary()
     digests = summary["digests"]
     return dg.MaterializeResult(
+        check_results=[checked],
         metadata={
             "tiering_run_id": summary["run_id"] or "nothing to change",
             "dry_run": summary["dry_run"],
@@ -121,7 +126,7 @@ def tiering(
             "originals_kept": summary["originals_kept"],
             **judge_metadata(judge, before),
             "duration_s": summary["duration_s"],
-        }
+        },
     )
 
 

@@ -22,6 +22,8 @@ from assets.common import (
     OWNERS,
     STORE_POOL,
     after,
+    expectations_result,
+    expectations_spec,
     judge_metadata,
     kinds,
     md_table,
@@ -89,6 +91,7 @@ def _names(items: list[dict[str, Any]], n: int = 5) -> str:
         ),
     ],
     automation_condition=after("collected_sessions", why="after the collector: yesterday"),
+    check_specs=[expectations_spec("profile_daily", "daily_snapshot")],
     kinds=kinds("igraph", "polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -106,6 +109,7 @@ def daily_snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> d
     with store.open() as opened:
         rows = compute_snapshots(opened, days, SETTINGS)
         written = write_snapshots(opened, rows, run_id)
+        checked = expectations_result(opened, "profile_daily", "daily_snapshot")
     last = rows.row(-1, named=True)
     activity = {k: 0 for k in ("sessions", "memories", "recalls", "facts_learned")}
     for text in rows["activity"].to_list():
@@ -114,6 +118,7 @@ def daily_snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> d
                 activity[key] += int(value)
     empty = sum(1 for text in rows["activity"].to_list() if not json.loads(text)["mentions"])
     return dg.MaterializeResult(
+        check_results=[checked],
         metadata={
             "days": len(days),
             "first_day": days[0].isoformat(),
@@ -141,7 +146,7 @@ def daily_snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> d
                     },
                 ]
             ),
-        }
+        },
     )
 
 

@@ -15,7 +15,14 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, as_metadata, kinds
+from assets.common import (
+    OWNERS,
+    STORE_POOL,
+    as_metadata,
+    expectations_result,
+    expectations_spec,
+    kinds,
+)
 from assets.dream.stages import DREAM_GROUP, LOGGED_ACTIONS, dream_orient, dream_run_id
 from memvault.dream.report import record_stage, rows_written, stage_figures
 from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
@@ -145,6 +152,7 @@ def _record(store: Store, run_id: str, figures: dict[str, Any], actions: dict[st
 @dg.multi_asset(
     name="dream_graph",
     specs=SPECS,
+    check_specs=[expectations_spec("edges", EDGES)],
     group_name=DREAM_GROUP,
     can_subset=True,
     pool=STORE_POOL,
@@ -153,7 +161,7 @@ def _record(store: Store, run_id: str, figures: dict[str, Any], actions: dict[st
 )
 def dream_graph(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
-) -> Iterator[dg.MaterializeResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     run_id = dream_run_id(context, dream.dry_run)
     selected = {key.to_user_string() for key in context.selected_asset_keys}
     with store.open() as opened:
@@ -170,6 +178,8 @@ def dream_graph(
             started = time.monotonic()
             report = stage()
             yield _materialized(context, opened, name, report, round(time.monotonic() - started, 3))
+            if name == EDGES and context.selected_asset_check_keys:
+                yield expectations_result(opened, "edges", EDGES)
 
 
 def _materialized(

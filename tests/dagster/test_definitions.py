@@ -104,6 +104,9 @@ def test_checks_and_schedules() -> None:
         "judged_changes_confirmed": "lint_confirm",
         "digests_keep_the_original": "tiering",
         "demoted_blocks_stay_findable": "tiering",
+        "edges_expectations": "dream_edges",
+        "blocks_expectations": "tiering",
+        "profile_daily_expectations": "daily_snapshot",
     }
     graph = defs.resolve_asset_graph()
     blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}
