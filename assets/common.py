@@ -153,7 +153,7 @@ def after_or_daily(upstream: str, cron: str, why: str) -> dg.AutomationCondition
     ran_today = dg.AutomationCondition.newly_updated().since(
         dg.AutomationCondition.cron_tick_passed("0 0 * * *")
     )
-    trigger = dg.AutomationCondition.any_deps_updated().allow(
+    trigger: dg.AutomationCondition = dg.AutomationCondition.any_deps_updated().allow(
         dg.AssetSelection.assets(upstream)
     ) | (dg.AutomationCondition.cron_tick_passed(cron) & ~ran_today)
     return (
