@@ -131,12 +131,22 @@ def after(*upstream: str, why: str) -> dg.AutomationCondition:
     partitioned asset, the latest day. ``why`` is what the UI shows as the reason."""
     return (
         dg.AutomationCondition.in_latest_time_window()
-        & dg.AutomationCondition.any_deps_updated()
-        .allow(dg.AssetSelection.assets(*upstream))
-        .since_last_handled()
+        & _updated(*upstream).since_last_handled()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
     ).with_label(why)
+
+
+def _updated(*upstream: str) -> dg.AutomationCondition:
+    """One of ``upstream`` was materialized (by a run that did not include this asset).
+
+    Unlike ``any_deps_updated``, an upstream asset merely requested on the same tick does not
+    count: a track starts in a run of its own once the one before it has finished, so the UI
+    shows each track as a run and a failed gardener does not share its run with the lint."""
+    A = dg.AutomationCondition
+    return A.any_deps_match(A.newly_updated() & ~A.executed_with_root_target()).allow(
+        dg.AssetSelection.assets(*upstream)
+    )
 
 
 def with_upstream(why: str) -> dg.AutomationCondition:
@@ -153,9 +163,9 @@ def after_or_daily(upstream: str, cron: str, why: str) -> dg.AutomationCondition
     ran_today = dg.AutomationCondition.newly_updated().since(
         dg.AutomationCondition.cron_tick_passed("0 0 * * *")
     )
-    trigger: dg.AutomationCondition = dg.AutomationCondition.any_deps_updated().allow(
-        dg.AssetSelection.assets(upstream)
-    ) | (dg.AutomationCondition.cron_tick_passed(cron) & ~ran_today)
+    trigger: dg.AutomationCondition = _updated(upstream) | (
+        dg.AutomationCondition.cron_tick_passed(cron) & ~ran_today
+    )
     return (
         trigger.since_last_handled()
         & ~dg.AutomationCondition.any_deps_in_progress()
