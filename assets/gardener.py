@@ -12,7 +12,7 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, after, kinds, md_table, with_upstream
+from assets.common import OWNERS, STORE_POOL, after, as_metadata, kinds, md_table, with_upstream
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.run import Gardener, PhaseFailed
 from memvault.judge.store_cache import StoreJudgeCache
@@ -261,6 +261,40 @@ def garden_run_audited(
     )
 
 
+@dg.asset_check(
+    asset=garden_report,
+    blocking=True,
+    pool=STORE_POOL,
+    description="Idempotent: a second garden run right after a clean one acts on nothing. The "
+    "run's ceremony is rehearsed from where it ended with no room for a single change (nothing "
+    "is written, no LLM question the run already asked is asked again); any merge, decay, "
+    "split, invalidation, reconnection or proposal it would still make fails the check. A run "
+    "that stopped early (its budget spent) is continued by the next one, and is not checked.",
+)
+def garden_idempotent(
+    context: dg.AssetCheckExecutionContext, gardener: GardenerResource, llm: JudgeResource
+) -> dg.AssetCheckResult:
+    from memvault.gardener.rehearse import rehearse
+
+    with gardener.open() as (ledger, stores):
+        run_id = ledger.run_for_dagster(_root_run_id(context))
+        if run_id is None:
+            return dg.AssetCheckResult(passed=False, metadata={"problem": "no garden run found"})
+        judge = llm.build(cache=StoreJudgeCache(ledger.store))
+        state = Gardener.load(ledger, stores, judge, run_id).state
+        unfinished = "; ".join(
+            f"{n}: {s.resume_text()}" for n, s in state.stores.items() if s.resume
+        )
+        if unfinished:  # not clean: the next run continues it
+            return dg.AssetCheckResult(
+                passed=True, metadata={"garden_run_id": run_id, "stopped_early": unfinished}
+            )
+        found = rehearse(ledger, stores, judge, gardener.config())
+    return dg.AssetCheckResult(
+        passed=found.idle, metadata={"garden_run_id": run_id, **as_metadata(found.metadata())}
+    )
+
+
 defs = dg.Definitions(
     assets=[
         garden_survey,
@@ -272,6 +306,6 @@ defs = dg.Definitions(
         garden_journal,
         garden_report,
     ],
-    asset_checks=[garden_run_audited],
+    asset_checks=[garden_run_audited, garden_idempotent],
     jobs=[garden_job],
 )

@@ -101,6 +101,7 @@ def test_checks_and_schedules() -> None:
         "idempotency": "dream_consolidate",
         "triples_expectations": "dream_consolidate",
         "garden_run_audited": "garden_report",
+        "garden_idempotent": "garden_report",
         "judged_changes_confirmed": "lint_confirm",
         "digests_keep_the_original": "tiering",
         "demoted_blocks_stay_findable": "tiering",
@@ -117,6 +118,7 @@ def test_checks_and_schedules() -> None:
         "bitemporal_consistency",
         "idempotency",
         "garden_run_audited",
+        "garden_idempotent",
         "judged_changes_confirmed",
     }
     assert defs.resolve_sensor_def("dream_gate_sensor").job_name == "dream_job"

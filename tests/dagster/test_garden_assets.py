@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import dagster as dg
@@ -11,6 +12,7 @@ import memvault
 from assets.gardener import (
     garden_decay,
     garden_dedup,
+    garden_idempotent,
     garden_invalidate,
     garden_job,
     garden_journal,
@@ -22,6 +24,7 @@ from assets.gardener import (
 )
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.report import parse_report
+from memvault.normalize import utcnow
 from resources import JudgeResource
 from resources.gardener import GardenerResource
 from tests.garden_support import demo_file, drop_backup_schemas, seed
@@ -177,3 +180,50 @@ def test_a_failed_outcome_fails_the_report(
         assert not store.fetch(
             "SELECT 1 FROM audit_log WHERE target_table = 'blocks' AND phase <> 'ingest'"
         )
+
+
+def _written(url: str) -> tuple[int, int, int]:
+    with memvault.open(url) as store:
+        return (
+            store.fetch("SELECT count(*) FROM audit_log")[0][0],
+            store.fetch("SELECT count(*) FROM runs")[0][0],
+            store.fetch("SELECT count(*) FROM blocks WHERE status = 'active'")[0][0],
+        )
+
+
+def test_a_second_run_right_after_a_clean_one_acts_on_nothing(small_store: str) -> None:
+    """The idempotency check rehearses the next run (writing nothing) and finds nothing to do;
+    a memory that became stale since is found, and still not written."""
+    from memvault.gardener.rehearse import rehearse
+
+    gardener = GardenerResource(store_url=small_store, embedder="hashing", max_mutations=500)
+    resources = {"gardener": gardener, "llm": JudgeResource()}
+    result = dg.materialize([*ASSETS, garden_idempotent], resources=resources)
+    assert result.success
+    [check] = result.get_asset_check_evaluations()
+    shown = {k: v.value for k, v in check.metadata.items()}
+    assert check.passed and shown["would_act"] == 0 and shown["phases_rehearsed"] == 5, shown
+    assert asset_metadata(result, "garden_report")["mutations_used"] > 0  # it did act
+
+    with memvault.open(small_store) as store:  # one memory left untouched for 60 days
+        candidates = [
+            row[0]
+            for row in store.fetch(
+                "SELECT id FROM blocks WHERE status = 'active' AND NOT pinned "
+                "AND importance >= 0.5 AND kind = 'memory' AND id NOT IN (SELECT target_id "
+                "FROM audit_log WHERE action IN ('decay', 'expire')) ORDER BY id"
+            )
+        ]
+        with gardener.open() as (_, stores):  # and not one the owner's recalls keep
+            used = stores[0].kept_by_use(candidates, utcnow())  # type: ignore[attr-defined]
+        stale = next(c for c in candidates if c not in used)
+        store.backend.execute(
+            "UPDATE blocks SET updated_at = :t, last_accessed_at = NULL WHERE id = :id",
+            {"t": utcnow() - dt.timedelta(days=60), "id": stale},
+        )
+    before = _written(small_store)
+    with gardener.open() as (ledger, stores):
+        found = rehearse(ledger, stores, JudgeResource().build(), gardener.config())
+    assert not found.idle
+    assert any(a.startswith("decay on ") and stale in a for a in found.acts), found.acts
+    assert _written(small_store) == before, "a rehearsal writes nothing"
