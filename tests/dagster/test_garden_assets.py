@@ -9,19 +9,7 @@ import dagster as dg
 import pytest
 
 import memvault
-from assets.gardener import (
-    garden_decay,
-    garden_dedup,
-    garden_idempotent,
-    garden_invalidate,
-    garden_job,
-    garden_journal,
-    garden_reconnect,
-    garden_report,
-    garden_run_audited,
-    garden_split,
-    garden_survey,
-)
+from assets.gardener import garden, garden_job
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.report import parse_report
 from memvault.normalize import utcnow
@@ -30,15 +18,16 @@ from resources.gardener import GardenerResource
 from tests.garden_support import demo_file, drop_backup_schemas, seed
 from tests.helpers import asset_metadata
 
-ASSETS = [
-    garden_survey,
-    garden_dedup,
-    garden_decay,
-    garden_split,
-    garden_invalidate,
-    garden_reconnect,
-    garden_journal,
-    garden_report,
+ASSETS = [garden]  # the survey, the six phases, the report and the two checks: one step
+PHASE_ASSETS = [
+    "garden_survey",
+    "garden_dedup",
+    "garden_decay",
+    "garden_split",
+    "garden_invalidate",
+    "garden_reconnect",
+    "garden_journal",
+    "garden_report",
 ]
 
 
@@ -56,9 +45,9 @@ def test_the_ceremony_as_assets(small_store: str) -> None:
         "gardener": GardenerResource(store_url=small_store, embedder="hashing", max_mutations=40),
         "llm": JudgeResource(),
     }
-    result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
+    result = dg.materialize(ASSETS, resources=resources)
     assert result.success
-    assert [e.passed for e in result.get_asset_check_evaluations()] == [True]
+    assert [e.passed for e in result.get_asset_check_evaluations()] == [True, True]
     survey = asset_metadata(result, "garden_survey")
     run_id = survey["garden_run_id"]
     assert "kg_invalidate" in str(survey["capabilities"])
@@ -84,7 +73,9 @@ def test_the_ceremony_as_assets(small_store: str) -> None:
 
 def test_a_phase_without_its_survey_fails_clearly(small_store: str) -> None:
     resources = {"gardener": GardenerResource(store_url=small_store), "llm": JudgeResource()}
-    result = dg.materialize([garden_decay], resources=resources, raise_on_error=False)
+    result = dg.materialize(
+        ASSETS, selection=["garden_decay"], resources=resources, raise_on_error=False
+    )
     assert not result.success
 
 
@@ -95,18 +86,15 @@ def test_job_and_automation_cover_the_group() -> None:
         resources={"gardener": GardenerResource(), "llm": JudgeResource()},
     )
     job = defs.resolve_job_def("garden_job")
-    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {
-        a.key.to_user_string() for a in ASSETS
-    }
+    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == set(PHASE_ASSETS)
     # The survey follows the collector; every later phase runs in the survey's run.
-    conditions = {a.key.to_user_string(): a.automation_condition for a in ASSETS}
+    specs = {spec.key.to_user_string(): spec for spec in garden.specs}
+    conditions = {name: spec.automation_condition for name, spec in specs.items()}
     assert conditions.pop("garden_survey").label == "after the collector"  # type: ignore[union-attr]
     assert {c.label for c in conditions.values() if c} == {"with the gardener's survey"}
-    assert len(conditions) == len(ASSETS) - 1 and all(conditions.values())
-    for asset in ASSETS:
-        spec = next(iter(asset.specs))
-        assert spec.group_name == "gardener"
-        assert asset.op.pool == "memvault_store"
+    assert len(conditions) == len(PHASE_ASSETS) - 1 and all(conditions.values())
+    assert {spec.group_name for spec in specs.values()} == {"gardener"}
+    assert garden.op.pool == "memvault_store"
 
 
 def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
@@ -132,17 +120,15 @@ def test_a_failing_phase_fails_its_asset_and_its_retry_continues(
 
     monkeypatch.setitem(garden_run.PHASE_FUNCTIONS, "decay", flaky)
     resources = {"gardener": GardenerResource(store_url=small_store), "llm": JudgeResource()}
-    result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
+    result = dg.materialize(ASSETS, resources=resources)
     assert result.success and calls["n"] == 2
     failures = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
-    assert [e.step_key for e in failures] == ["garden_decay"]
+    assert [e.step_key for e in failures] == ["garden"]  # the ceremony's one step
     assert asset_metadata(result, "garden_report")["outcome"] == "succeeded"
 
     calls["n"] = -100  # now it fails every time: the asset fails, nothing after it runs
     monkeypatch.setitem(garden_run.PHASE_FUNCTIONS, "decay", lambda ctx: 1 / 0)
-    broken = dg.materialize(
-        [*ASSETS, garden_run_audited], resources=resources, raise_on_error=False
-    )
+    broken = dg.materialize(ASSETS, resources=resources, raise_on_error=False)
     assert not broken.success
     assert _materialized(broken) == {"garden_survey", "garden_dedup"}
     with memvault.open(small_store) as store:
@@ -168,13 +154,11 @@ def test_a_failed_outcome_fails_the_report(
         "gardener": GardenerResource(store_url=small_store, mode="autonomous"),
         "llm": JudgeResource(),
     }
-    result = dg.materialize(
-        [*ASSETS, garden_run_audited], resources=resources, raise_on_error=False
-    )
+    result = dg.materialize(ASSETS, resources=resources, raise_on_error=False)
     assert not result.success
     assert "garden_report" not in _materialized(result)
     [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "garden_report"
+    assert failure.step_key == "garden"
     assert "mandatory backup" in str(failure.step_failure_data.user_failure_data.description)  # type: ignore[union-attr]
     with memvault.open(small_store) as store:  # a blocked store got no mutation at all
         assert not store.fetch(
@@ -198,9 +182,11 @@ def test_a_second_run_right_after_a_clean_one_acts_on_nothing(small_store: str) 
 
     gardener = GardenerResource(store_url=small_store, embedder="hashing", max_mutations=500)
     resources = {"gardener": gardener, "llm": JudgeResource()}
-    result = dg.materialize([*ASSETS, garden_idempotent], resources=resources)
+    result = dg.materialize(ASSETS, resources=resources)
     assert result.success
-    [check] = result.get_asset_check_evaluations()
+    [check] = [
+        c for c in result.get_asset_check_evaluations() if c.check_name == "garden_idempotent"
+    ]
     shown = {k: v.value for k, v in check.metadata.items()}
     assert check.passed and shown["would_act"] == 0 and shown["phases_rehearsed"] == 5, shown
     assert asset_metadata(result, "garden_report")["mutations_used"] > 0  # it did act
