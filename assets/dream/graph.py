@@ -23,8 +23,9 @@ from assets.common import (
     expectations_spec,
     kinds,
 )
-from assets.dream.stages import DREAM_GROUP, LOGGED_ACTIONS, dream_orient, dream_run_id
+from assets.dream.stages import DREAM_GROUP, dream_orient, dream_run_id
 from memvault.dream.report import record_stage, rows_written, stage_figures
+from memvault.dream.stages import LOGGED_ACTIONS
 from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
 from memvault.graph.centrality import CentralityReport
 from memvault.graph.communities import CommunityReport, stored_communities

@@ -6,7 +6,6 @@ its stage figures and its report stay together, and actions already applied
 are not applied again.
 """
 
-import datetime as dt
 import time
 
 import dagster as dg
@@ -15,33 +14,25 @@ from assets.common import (
     LLM_RETRY,
     OWNERS,
     STORE_POOL,
+    as_metadata,
     judge_metadata,
     kinds,
     md_table,
     retried_on_llm_trouble,
     timestamp,
 )
-from memvault.dream import orient, prune_orphans, reflect, statistics_snapshot
+from memvault.dream import orient, reflect, statistics_snapshot
 from memvault.dream.exclusive import DreamInProgress, begin_dream
-from memvault.dream.normalize_content import normalize_content
 from memvault.dream.reflect import INSIGHT_REFUSALS
 from memvault.dream.report import (
-    DreamReport,
     record_stage,
-    rows_written,
-    save_report,
-    stage_figures,
 )
+from memvault.dream.stages import consolidate, prune_and_report
 from memvault.judge.store_cache import StoreJudgeCache
-from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.temporal import apply_conflict_plan, plan_conflicts
-from memvault.testing_hooks import pause_point
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
 DREAM_GROUP = "dream"
-#: Decisions shown one by one in the consolidate step log and metadata.
-LOGGED_ACTIONS = 25
 
 
 def dream_run_id(context: dg.AssetExecutionContext, dry_run: bool) -> str:
@@ -202,75 +193,19 @@ def dream_consolidate(
     with retried_on_llm_trouble(), store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
-        content = normalize_content(opened, run_id, dry_run=dream.dry_run)
-        for example in content.examples:
-            context.log.info(f"{'would normalize' if dream.dry_run else 'normalized'} {example}")
-        pause_point("dream-consolidate")
-        plan = plan_conflicts(
+        result = consolidate(
             opened,
             judge,
-            config=dream.conflict_config(),
-            dry_run=dream.dry_run,
-            policy=review.policy(),
-        )
-        # A sample of the decisions in the step log; all of them are in audit_log (or, for a
-        # dry run, in the plan's counts), and thousands of log lines would swamp the event log.
-        for action in plan.actions[:LOGGED_ACTIONS]:
-            context.log.info(f"{'would ' if dream.dry_run else ''}{action.describe()}")
-        if len(plan.actions) > LOGGED_ACTIONS:
-            context.log.info(f"... and {len(plan.actions) - LOGGED_ACTIONS} more decisions")
-        for failure in plan.judge_failures:
-            context.log.warning(f"judge failed, pair queued for review: {failure}")
-        applied = {} if dream.dry_run else dict(apply_conflict_plan(opened, plan, run_id))
-        meta = judge_metadata(judge)
-        summary = plan.summary()
-        record_stage(
-            opened,
             run_id,
-            "consolidate",
-            {
-                "content": content.as_dict(),
-                "plan": summary,
-                "planned": dict(plan.counts()),
-                "actions": applied | ({} if dream.dry_run else content.actions),
-                "llm_calls": meta["llm_calls"],
-            },
+            config=dream.conflict_config(),
+            policy=review.policy(),
+            dry_run=dream.dry_run,
+            log=context.log.info,
+            warn=context.log.warning,
         )
-        written = rows_written(opened, run_id, "dream_consolidate")
-    planned = plan.counts()
-    done = planned if dream.dry_run else applied
+    seconds = {"duration_s": round(time.monotonic() - started, 3)}
     return dg.MaterializeResult(
-        metadata={
-            "dry_run": dream.dry_run,
-            "merges": int(done.get("merge", 0)),
-            "unmerges": int(done.get("unmerge", 0)),
-            "supersedes": int(done.get("supersede", 0)) + int(done.get("retime", 0)),
-            "reopens": int(done.get("reopen", 0)),
-            "coexist": int(done.get("coexist", 0)),
-            "queued_for_review": int(summary["queued_for_review"]),
-            "invalid_verdicts": int(summary["invalid_verdicts"]),
-            "refused_merges": int(summary["refused_merges"]),
-            "refused_by_definitions": int(summary["refused_by_definitions"]),
-            "judge_failures": int(summary["judge_failures"]),
-            "pairs_judged": int(summary["judged"]),
-            "pairs_escalated": int(summary["escalated"]),
-            "pairs_deferred": int(summary["deferred"]),
-            "decided_by_rule": int(summary["by_rule"]),
-            "already_applied": int(applied.get("already_applied", 0)),
-            "content_encoding_fixed": content.encoding_fixed,
-            "content_whitespace_collapsed": content.whitespace_collapsed,
-            "content_split": content.split,
-            "content_parts_created": content.parts_created,
-            "content_blocks_changed": content.blocks_changed,
-            "content_facts_changed": content.facts_changed,
-            "rows_written": written,
-            **meta,
-            "duration_s": round(time.monotonic() - started, 3),
-            "planned": md_table(dict(planned), ("action", "count")),
-            "decisions": md_table(
-                [{"decision": a.describe()} for a in plan.actions[:LOGGED_ACTIONS]]
-            ),
-        }
+        metadata=as_metadata(result.metadata() | judge_metadata(judge) | seconds)
     )
 
 
@@ -293,54 +228,9 @@ def dream_prune(
     run_id = dream_run_id(context, dream.dry_run)
     with store.open() as opened:
         opened.heartbeat(run_id)
-        pruned = prune_orphans(opened, run_id, dream.config(), dry_run=dream.dry_run)
-        record_stage(
-            opened,
-            run_id,
-            "prune",
-            {
-                "orphans": pruned.orphans.height,
-                "actions": {
-                    "revive-entity": pruned.revived,
-                    "archive-entity": pruned.archived,
-                    "archive-edge": pruned.edges_archived,
-                },
-            },
+        end = prune_and_report(
+            opened, run_id, dream.config(), judge_kind=llm.build().kind, dry_run=dream.dry_run
         )
-        report = DreamReport(
-            run_id=run_id,
-            dry_run=dream.dry_run,
-            judge=llm.build().kind,
-            stages=stage_figures(opened, run_id),
-        )
-        artifact = None if dream.dry_run else save_report(opened, report)
-        finished = utcnow()
-        opened.finish_run(run_id, "dry-run" if dream.dry_run else "succeeded", report.as_dict())
-        last = opened.fetch(
-            "SELECT max(finished_at) FROM runs WHERE kind = 'dream' AND status = 'succeeded'"
-        )[0][0]
-        sessions_total = opened.counts(("sessions",))["sessions"]
-        written = rows_written(opened, run_id, "dream_prune")
-    context.log.info(report.render())
-    actions = report.actions
-    return dg.MaterializeResult(
-        metadata={
-            "dream_run_id": run_id,
-            "dry_run": dream.dry_run,
-            "report_artifact": artifact or "not saved (dry run)",
-            "actions_total": sum(actions.values()),
-            "llm_calls": report.llm_calls,
-            "orphans_found": pruned.orphans.height,
-            "orphans_archived": pruned.archived,
-            "edges_archived": pruned.edges_archived,
-            "entities_revived": pruned.revived,
-            "orphans_kept_by_use": pruned.kept_by_use,
-            "rows_written": written,
-            # The dream sensor reads these two (never the store file).
-            "last_dream_at": timestamp(last.replace(tzinfo=dt.UTC) if last else None),
-            "sessions_total_at_last_dream": sessions_total if not dream.dry_run and last else -1,
-            "finished_at": timestamp(finished),
-            "actions": md_table(actions, ("action", "count")),
-            "report": dg.MetadataValue.md(report.render()),
-        }
-    )
+    context.log.info(end.report.render())
+    report = {"report": dg.MetadataValue.md(end.report.render())}
+    return dg.MaterializeResult(metadata=as_metadata(end.metadata()) | report)

@@ -41,6 +41,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
         "bitemporal_consistency": True,
         "idempotency": True,
         "triples_expectations": True,
+        "edges_expectations": True,
     }
     consolidate = metadata(first, "dream_consolidate")
     assert consolidate["judge"] == "heuristic" and consolidate["llm_calls"] == 0
@@ -123,11 +124,21 @@ def _add_ambiguous_pair(url: str, truth: GroundTruth, folder: Path) -> None:
     day = first.valid_from.date().isoformat()
     records = [
         {"type": "session", "id": "ses_ambiguous", "started_at": f"{day}T20:00:00Z"},
+        # A grounded fact (an organization, as works_at's definition asks): a new ungrounded
+        # one would block the dream at its grounding check.
+        {
+            "type": "entity",
+            "id": "ent_globex",
+            "name": "Globex Holdings",
+            "entity_type": "organization",
+            "created_at": f"{day}T20:00:30Z",
+        },
         {
             "type": "triple",
             "subject": truth.owner_id,
             "predicate": "works_at",
             "object": "Globex Holdings",
+            "object_id": "ent_globex",
             "valid_at": day,
             "created_at": f"{day}T20:01:00Z",
             "source_session": "ses_ambiguous",
