@@ -21,13 +21,12 @@ from assets.common import (
     retried_on_llm_trouble,
     timestamp,
 )
-from memvault.dream import orient, reflect, statistics_snapshot
+from memvault.dream import orient
 from memvault.dream.exclusive import DreamInProgress, begin_dream
-from memvault.dream.reflect import INSIGHT_REFUSALS
 from memvault.dream.report import (
     record_stage,
 )
-from memvault.dream.stages import consolidate, prune_and_report
+from memvault.dream.stages import consolidate, prune_and_report, reflect_stage
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.store import Store
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
@@ -114,57 +113,18 @@ def dream_reflect(
     with retried_on_llm_trouble(), store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
-        snapshot = statistics_snapshot(opened, orient(opened))
-        result = reflect(
+        found = reflect_stage(
             opened,
             judge,
-            snapshot,
             run_id,
             max_insights=dream.config().max_insights,
             dry_run=dream.dry_run,
+            log=context.log.info,
+            warn=context.log.warning,
         )
-        for insight in result.insights:
-            context.log.info(f"insight: {insight.text}")
-        if result.failure:
-            context.log.warning(f"no reflection this time: {result.failure}")
-        meta = judge_metadata(judge)
-        record_stage(
-            opened,
-            run_id,
-            "reflect",
-            {
-                "insights": [i.text for i in result.insights],
-                "gaps": [f"{g.kind}: {g.signature}" for g in result.gaps],
-                "insights_refused": result.insights_refused,
-                "insights_refused_by": dict(sorted(result.refused_by.items())),
-                "actions": {
-                    "insight": result.insights_written,
-                    "gap-open": result.gaps_opened,
-                    "gap-update": result.gaps_updated,
-                },
-                "llm_calls": meta["llm_calls"],
-            },
-        )
+    seconds = {"duration_s": round(time.monotonic() - started, 3)}
     return dg.MaterializeResult(
-        metadata={
-            "insights": len(result.insights),
-            "insights_written": result.insights_written,
-            "insights_refused": result.insights_refused,
-            **{
-                f"insights_refused_{reason}": int(result.refused_by.get(reason, 0))
-                for reason in INSIGHT_REFUSALS
-            },
-            "gaps": len(result.gaps),
-            "gaps_opened": result.gaps_opened,
-            "gaps_updated": result.gaps_updated,
-            "reflection_kind": "statistical" if judge.kind == "heuristic" else "llm",
-            "reflection_failed": result.failure is not None,
-            **meta,
-            "duration_s": round(time.monotonic() - started, 3),
-            "insight_texts": md_table(
-                [{"insight": i.text, "confidence": i.confidence} for i in result.insights]
-            ),
-        }
+        metadata=as_metadata(found.metadata() | judge_metadata(judge) | seconds)
     )
 
 

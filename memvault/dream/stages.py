@@ -197,3 +197,68 @@ def prune_and_report(
         sessions_total=store.counts(("sessions",))["sessions"],
         rows_written=rows_written(store, run_id, "dream_prune"),
     )
+
+
+def reflect_stage(
+    store: Store,
+    judge: Judge,
+    run_id: str,
+    *,
+    max_insights: int,
+    dry_run: bool,
+    log: Callable[[str], None] = lambda _: None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> Reflection:
+    """Reflect on a statistics snapshot of the store and record the stage on the dream."""
+    from memvault.dream import orient, reflect, statistics_snapshot
+
+    calls_before = judge.stats.as_dict()["calls"]
+    result = reflect(store, judge, statistics_snapshot(store, orient(store)), run_id,
+                     max_insights=max_insights, dry_run=dry_run)  # fmt: skip
+    for insight in result.insights:
+        log(f"insight: {insight.text}")
+    if result.failure:
+        warn(f"no reflection this time: {result.failure}")
+    record_stage(
+        store,
+        run_id,
+        "reflect",
+        {
+            "insights": [i.text for i in result.insights],
+            "gaps": [f"{g.kind}: {g.signature}" for g in result.gaps],
+            "insights_refused": result.insights_refused,
+            "insights_refused_by": dict(sorted(result.refused_by.items())),
+            "actions": {
+                "insight": result.insights_written,
+                "gap-open": result.gaps_opened,
+                "gap-update": result.gaps_updated,
+            },
+            "llm_calls": judge.stats.as_dict()["calls"] - calls_before,
+        },
+    )
+    return Reflection(result, statistical=judge.kind == "heuristic")
+
+
+@dataclass
+class Reflection:
+    """What the reflect stage found and wrote."""
+
+    result: Any  # memvault.dream.reflect's ReflectResult
+    statistical: bool
+
+    def metadata(self) -> dict[str, Any]:
+        from memvault.dream.reflect import INSIGHT_REFUSALS
+
+        r = self.result
+        return {
+            "insights": len(r.insights),
+            "insights_written": r.insights_written,
+            "insights_refused": r.insights_refused,
+            **{f"insights_refused_{k}": int(r.refused_by.get(k, 0)) for k in INSIGHT_REFUSALS},
+            "gaps": len(r.gaps),
+            "gaps_opened": r.gaps_opened,
+            "gaps_updated": r.gaps_updated,
+            "reflection_kind": "statistical" if self.statistical else "llm",
+            "reflection_failed": r.failure is not None,
+            "insight_texts": [{"insight": i.text, "confidence": i.confidence} for i in r.insights],
+        }
