@@ -5,10 +5,20 @@ import time
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    as_metadata,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+)
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.references import dangling_counts
+from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
 from memvault.vectors import embed_missing
 from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
@@ -19,12 +29,23 @@ DAILY = dg.FreshnessPolicy.time_window(
 )
 
 
+REFERENCES = dg.AssetCheckSpec(
+    "references_resolve",
+    asset="collected_sessions",
+    blocking=True,
+    description="Every reference (a memory's session, a mention's entity, a fact's subject) "
+    "points at a stored row.",
+)
+
+
 @dg.asset(
     group_name="collector",
     kinds=kinds(llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
     freshness_policy=DAILY,
+    retry_policy=LLM_RETRY,
+    check_specs=[REFERENCES],  # run in this step, on its store connection
     description="Sessions, memories, entities and facts collected from the JSONL inbox and from "
     "Claude Code transcripts; a file already collected (same content) is skipped.",
 )
@@ -35,7 +56,7 @@ def collected_sessions(
     llm: JudgeResource,
 ) -> dg.MaterializeResult:
     started = time.monotonic()
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         report = collect(
             opened,
@@ -45,42 +66,31 @@ def collected_sessions(
             include_subagents=sources.include_subagents,
             on_file=lambda path: context.log.debug(f"collecting {path}"),
         )
-        counts = opened.counts(COUNTED_TABLES)
+        counts, checked = opened.counts(COUNTED_TABLES), _references_resolve(opened)
     for _, error in report.failures:
         context.log.error(f"not ingested: {error}")
     for warning in report.warnings:
         context.log.warning(warning)
+    seconds = {"duration_s": round(time.monotonic() - started, 3)}
     return dg.MaterializeResult(
-        metadata={
-            "files_seen": report.files_seen,
-            "files_ingested": report.files_ingested,
-            "files_unchanged": report.files_unchanged,
-            "files_failed": len(report.failures),
-            "warnings": len(report.warnings),
-            "sessions_added": report.inserted.get("session", 0),
-            # The dream sensor reads this one (never the store file).
-            "sessions_total": counts["sessions"],
-            "records_added": sum(report.inserted.values()),
-            **judge_metadata(judge),
-            "duration_s": round(time.monotonic() - started, 3),
-            "inserted": md_table(dict(report.inserted), ("record type", "added")),
-            "store_rows": md_table(counts, ("table", "rows")),
-            "ingest_runs": md_table([{"run id": r} for r in report.run_ids]),
-        }
+        check_results=[checked],
+        # The dream sensor reads sessions_total (never the store file).
+        metadata=as_metadata(
+            report.metadata()
+            | judge_metadata(judge)
+            | seconds
+            | {
+                "sessions_total": counts["sessions"],
+                "store_rows": [{"table": t, "rows": n} for t, n in counts.items()],
+            }
+        ),
     )
 
 
-@dg.asset_check(
-    asset=collected_sessions,
-    blocking=True,
-    pool=STORE_POOL,
-    description="Every reference (a memory's session, a mention's entity, a fact's subject) "
-    "points at a stored row.",
-)
-def references_resolve(store: StoreResource) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        dangling = dangling_counts(opened)
+def _references_resolve(store: Store) -> dg.AssetCheckResult:
+    dangling = dangling_counts(store)
     return dg.AssetCheckResult(
+        check_name=REFERENCES.name,
         passed=not any(dangling.values()),
         metadata={
             "dangling_total": sum(dangling.values()),
@@ -121,3 +131,26 @@ def memory_embeddings(
             "duration_s": round(time.monotonic() - started, 3),
         }
     )
+
+
+collect_job = dg.define_asset_job(
+    "collect_job",
+    selection=dg.AssetSelection.groups("collector"),
+    description="Collect new sessions (JSONL inbox, Claude Code transcripts) and embed what came "
+    "in.",
+)
+
+collector_schedule = dg.ScheduleDefinition(
+    name="collector_daily",
+    job=collect_job,
+    cron_schedule="15 2 * * *",
+    description="The collector runs daily at 02:15, the one clock of the night: the gardener, "
+    "the profile and the layers follow it by automation, the lint follows the gardener and "
+    "tiering follows the dream.",
+)
+
+defs = dg.Definitions(
+    assets=[collected_sessions, memory_embeddings],
+    jobs=[collect_job],
+    schedules=[collector_schedule],
+)

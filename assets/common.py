@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
 
 from memvault.config import store_url
+from memvault.errors import JudgeError
 from memvault.judge.base import Judge
 
 #: DuckDB has one writer process: every step that opens the store (asset or check) runs in
@@ -85,3 +87,121 @@ def judge_metadata(judge: Judge, before: Mapping[str, int] | None = None) -> dic
         "llm_cache_hits": used["cache_hits"],
         "heuristic_answers": used["heuristic_answers"],
     }
+
+
+def as_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A core result's ``metadata()`` in the UI's terms: mappings and lists of records become
+    markdown tables, times become timestamps, flat numbers and words stay as they are."""
+    shown: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            shown[key] = md_table({str(k): v for k, v in value.items()})
+        elif isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
+            shown[key] = md_table(value)
+        elif isinstance(value, dt.datetime):
+            shown[key] = timestamp(value)
+        else:
+            shown[key] = value
+    return shown
+
+
+#: Every asset that calls an LLM retries a failed LLM call twice, 30 s then 60 s later (an
+#: endpoint restarting, a rate limit); what it already wrote is not written again.
+LLM_RETRY = dg.RetryPolicy(max_retries=2, delay=30, backoff=dg.Backoff.EXPONENTIAL)
+
+
+@contextmanager
+def retried_on_llm_trouble() -> Iterator[None]:
+    """Under :data:`LLM_RETRY`, only the LLM's trouble is worth another attempt: any other
+    error fails the step at once (re-execution from failure resumes it)."""
+    try:
+        yield
+    except (JudgeError, dg.Failure, dg.RetryRequested):
+        raise
+    except Exception as exc:
+        raise dg.Failure(description=f"{type(exc).__name__}: {exc}", allow_retries=False) from exc
+
+
+# -- how the tracks follow each other -------------------------------------------------------
+
+
+def after(*upstream: str, why: str) -> dg.AutomationCondition:
+    """Run once each time one of ``upstream`` (direct dependencies) is updated by a run that
+    did not include this asset, never while it or a dependency is still running; for a daily
+    partitioned asset, the latest day. ``why`` is what the UI shows as the reason."""
+    return (
+        dg.AutomationCondition.in_latest_time_window()
+        & _updated(*upstream).since_last_handled()
+        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label(why)
+
+
+def _updated(*upstream: str) -> dg.AutomationCondition:
+    """One of ``upstream`` was materialized (by a run that did not include this asset).
+
+    Unlike ``any_deps_updated``, an upstream asset merely requested on the same tick does not
+    count: a track starts in a run of its own once the one before it has finished, so the UI
+    shows each track as a run and a failed gardener does not share its run with the lint."""
+    A = dg.AutomationCondition
+    return A.any_deps_match(A.newly_updated() & ~A.executed_with_root_target()).allow(
+        dg.AssetSelection.assets(*upstream)
+    )
+
+
+def with_upstream(why: str) -> dg.AutomationCondition:
+    """Run in the same run as the asset before it in its track, only when that one is started
+    by automation (a track's steps share its run: the gardener's ledger, the lint's run id)."""
+    return (
+        dg.AutomationCondition.in_latest_time_window()
+        & dg.AutomationCondition.any_deps_match(dg.AutomationCondition.will_be_requested())
+    ).with_label(why)
+
+
+def after_or_daily(upstream: str, cron: str, why: str) -> dg.AutomationCondition:
+    """After ``upstream`` updates; on a day it did not, at ``cron`` (UTC) anyway."""
+    ran_today = dg.AutomationCondition.newly_updated().since(
+        dg.AutomationCondition.cron_tick_passed("0 0 * * *")
+    )
+    trigger: dg.AutomationCondition = _updated(upstream) | (
+        dg.AutomationCondition.cron_tick_passed(cron) & ~ran_today
+    )
+    return (
+        trigger.since_last_handled()
+        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label(why)
+
+
+# -- Great Expectations suites, checked in the step that writes the table -------------------
+
+SUITE_TEXT = {
+    "blocks": "Great Expectations suite on the memory blocks: ids unique, text, status and "
+    "creation time set, a known tier, access counts never negative.",
+    "edges": "Great Expectations suite on the entity graph's edges: ids unique, both ends set, "
+    "a known status, composite weights never negative.",
+    "profile_daily": "Great Expectations suite on the daily snapshots: ids unique, the day, "
+    "the time it was known at, the timezone, the top entities and the activity set.",
+}
+
+
+def expectations_spec(table: str, asset: str) -> dg.AssetCheckSpec:
+    """The suite of ``table`` as a check of the asset that writes it (run in its step)."""
+    return dg.AssetCheckSpec(f"{table}_expectations", asset=asset, description=SUITE_TEXT[table])
+
+
+def expectations_result(store: Any, table: str, asset: str) -> dg.AssetCheckResult:
+    from memvault.quality import validate_table
+
+    result = validate_table(store, table)
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=f"{table}_expectations",
+        passed=result.success,
+        metadata={
+            "expectations": result.evaluated,
+            "failed_expectations": len(result.failed),
+            "failed": md_table([{"expectation": f} for f in result.failed]),
+            "rows": result.rows,
+        },
+    )

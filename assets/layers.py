@@ -14,7 +14,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from assets.common import OWNERS, STORE_POOL, kinds, md_table, timestamp
+from assets.common import OWNERS, STORE_POOL, after, kinds, md_table, timestamp
 from memvault.attitudes import REVIEW_KIND, binding, decay_attitudes
 from memvault.normalize import to_utc_naive, utcnow
 from memvault.review import list_items
@@ -47,6 +47,7 @@ def _in_run(store: Store, kind: str, context: dg.AssetExecutionContext, work: An
 @dg.asset(
     group_name=LAYERS_GROUP,
     deps=[dg.AssetKey("collected_sessions")],
+    automation_condition=after("collected_sessions", why="after the collector"),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -98,6 +99,7 @@ def attitude_decay(
 @dg.asset(
     group_name=LAYERS_GROUP,
     deps=[dg.AssetKey("collected_sessions")],
+    automation_condition=after("collected_sessions", why="after the collector"),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -150,10 +152,5 @@ layers_job = dg.define_asset_job(
     "still bind, skill levels.",
 )
 
-layers_daily_schedule = dg.ScheduleDefinition(
-    name="layers_daily",
-    job=layers_job,
-    cron_schedule="45 4 * * *",
-    description="The preference and skill layers are aged daily at 04:45, after the lint "
-    "(04:15) and the daily profile (04:30).",
-)
+
+defs = dg.Definitions(assets=[attitude_decay, skill_levels], jobs=[layers_job])

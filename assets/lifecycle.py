@@ -10,9 +10,21 @@ import time
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    after_or_daily,
+    as_metadata,
+    expectations_result,
+    expectations_spec,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    with_upstream,
+)
 from memvault.judge.store_cache import StoreJudgeCache
-from memvault.lifecycle.digest import DIGEST_REFUSALS
 from memvault.lifecycle.originals import (
     FINDABILITY_SAMPLE,
     FINDABILITY_TOP,
@@ -23,6 +35,7 @@ from memvault.lifecycle.tiering import digest_violations, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
 from memvault.recall import Recaller
+from memvault.store import Store
 from resources import EmbedderResource, JudgeResource, StoreResource, TieringResource
 
 GROUP = "lifecycle"
@@ -30,7 +43,10 @@ GROUP = "lifecycle"
 
 @dg.asset(
     group_name=GROUP,
-    deps=[dg.AssetKey("collected_sessions")],
+    deps=[dg.AssetKey("collected_sessions"), dg.AssetKey("dream_prune")],
+    automation_condition=after_or_daily(
+        "dream_prune", "0 5 * * *", why="after the dream, or at 05:00 on a day without one"
+    ),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -53,9 +69,32 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
     )
 
 
+DIGESTS_KEPT = dg.AssetCheckSpec(
+    "digests_keep_the_original",
+    asset="tiering",
+    description="Digests are one-way but nothing is lost: every block whose text became a "
+    "digest has its full text in the audit log (undo restores it), no summary is over 400 "
+    "characters, and every frozen headline is one line.",
+)
+FINDABLE = dg.AssetCheckSpec(
+    "demoted_blocks_stay_findable",
+    asset="tiering",
+    description=f"Demoted blocks stay findable: for up to {FINDABILITY_SAMPLE} blocks the last "
+    "tiering run demoted (a fixed spread), a query of the five rarest words of each block's "
+    "original text (as the audit log holds it) finds the block (or one with the very same "
+    f"text, or one tied with the last shown) in recall's top {FINDABILITY_TOP} for at least "
+    f"{FINDABLE_SHARE:.0%} of them, and every digested block among them has its original kept "
+    "for search. Searches without recording a recall: the check writes nothing.",
+)
+
+
 @dg.asset(
     group_name=GROUP,
     deps=[usage_weights],
+    automation_condition=with_upstream("with the usage signals"),
+    # The checks run in this step, on its store connection (no process of their own).
+    check_specs=[expectations_spec("blocks", "tiering"), DIGESTS_KEPT, FINDABLE],
+    retry_policy=LLM_RETRY,
     kinds=kinds("polars", llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -71,57 +110,28 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
     "nothing and asks nothing.",
 )
 def tiering(
-    store: StoreResource, llm: JudgeResource, tiers: TieringResource
+    store: StoreResource, llm: JudgeResource, tiers: TieringResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    with store.open() as opened:
+    with retried_on_llm_trouble(), store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         before = judge.stats.as_dict()
         result = run_tiering(opened, judge, config=tiers.config(), dry_run=tiers.dry_run)
-    summary = result.summary()
-    digests = summary["digests"]
+        checked = [
+            expectations_result(opened, "blocks", "tiering"),
+            _digests_kept(opened),
+            _findable(opened, embedder),
+        ]
     return dg.MaterializeResult(
-        metadata={
-            "tiering_run_id": summary["run_id"] or "nothing to change",
-            "dry_run": summary["dry_run"],
-            "blocks": summary["blocks"],
-            **{f"{t}_before": n for t, n in summary["tiers_before"].items()},
-            **{f"{t}_after": n for t, n in summary["tiers_after"].items()},
-            "demotions": summary["demotions"],
-            "promotions": summary["promotions"],
-            "by_edge": md_table(summary["by_edge"], ("edge", "blocks")),
-            "digests_llm": int(digests.get("llm", 0)),
-            "digests_extractive": int(digests.get("extractive", 0)),
-            "headlines": int(
-                digests.get("headline_llm", 0) + digests.get("headline_extractive", 0)
-            ),
-            "headlines_extractive": int(digests.get("headline_extractive", 0)),
-            "rejected_replies": summary["rejected_replies"],
-            **{
-                f"rejected_digests_{reason}": int(summary["rejected_digests"].get(reason, 0))
-                for reason in DIGEST_REFUSALS
-            },
-            "judge_failures": summary["judge_failures"],
-            "kept_by_use": summary["kept_by_use"],
-            "rows_written": summary["written"],
-            "originals_kept": summary["originals_kept"],
-            **judge_metadata(judge, before),
-            "duration_s": summary["duration_s"],
-        }
+        check_results=checked,
+        metadata={**as_metadata(result.metadata()), **judge_metadata(judge, before)},
     )
 
 
-@dg.asset_check(
-    asset=tiering,
-    pool=STORE_POOL,
-    description="Digests are one-way but nothing is lost: every block whose text became a "
-    "digest has its full text in the audit log (undo restores it), no summary is over 400 "
-    "characters, and every frozen headline is one line.",
-)
-def digests_keep_the_original(store: StoreResource) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        broken = digest_violations(opened)
-        digested = opened.fetch("SELECT count(*) FROM blocks WHERE digest_kind IS NOT NULL")[0][0]
+def _digests_kept(store: Store) -> dg.AssetCheckResult:
+    broken = digest_violations(store)
+    digested = store.fetch("SELECT count(*) FROM blocks WHERE digest_kind IS NOT NULL")[0][0]
     return dg.AssetCheckResult(
+        check_name=DIGESTS_KEPT.name,
         passed=broken.is_empty(),
         metadata={
             "blocks_with_a_digest": int(digested),
@@ -131,35 +141,11 @@ def digests_keep_the_original(store: StoreResource) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(
-    asset=tiering,
-    pool=STORE_POOL,
-    description=f"Demoted blocks stay findable: for up to {FINDABILITY_SAMPLE} blocks the last "
-    "tiering run demoted (a fixed spread), a query of the five rarest words of each block's "
-    f"original text (as the audit log holds it) finds the block (or one with the very same "
-    f"text, or one tied with the last shown) in recall's top {FINDABILITY_TOP} for at least "
-    f"{FINDABLE_SHARE:.0%} of them, and every digested block among them has its original kept "
-    "for search. "
-    "Searches without recording a recall: the check writes nothing.",
-)
-def demoted_blocks_stay_findable(
-    store: StoreResource, embedder: EmbedderResource
-) -> dg.AssetCheckResult:
-    with store.open() as opened:
-        last = opened.last_run("tiering")
-        report = findability(opened, last["id"] if last else None, Recaller(embedder.build()))
+def _findable(store: Store, embedder: EmbedderResource) -> dg.AssetCheckResult:
+    last = store.last_run("tiering")
+    report = findability(store, last["id"] if last else None, Recaller(embedder.build()))
     return dg.AssetCheckResult(
-        passed=report.passed,
-        metadata={
-            "tiering_run_id": report.run_id or "no tiering run yet",
-            "demoted": report.demoted,
-            "sampled": report.sampled,
-            "found": report.found,
-            "not_found": len(report.lost),
-            "originals_missing": len(report.missing_originals),
-            "sample_not_found": md_table(report.lost[:20]),
-            "sample_originals_missing": ", ".join(report.missing_originals[:20]) or "none",
-        },
+        check_name=FINDABLE.name, passed=report.passed, metadata=as_metadata(report.metadata())
     )
 
 
@@ -170,9 +156,5 @@ tiering_job = dg.define_asset_job(
     "cold and frozen ones).",
 )
 
-tiering_daily_schedule = dg.ScheduleDefinition(
-    name="tiering_daily",
-    job=tiering_job,
-    cron_schedule="0 5 * * *",
-    description="Tiering runs daily at 05:00, after the gardener (03:45) and the lint (04:15).",
-)
+
+defs = dg.Definitions(assets=[usage_weights, tiering], jobs=[tiering_job])

@@ -10,20 +10,37 @@ Re-materializing a day rewrites the same rows: unchanged rows are left alone.
 """
 
 import datetime as dt
-import json
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
+import polars as pl
 
-from assets.common import OWNERS, STORE_POOL, judge_metadata, kinds, md_table
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    after,
+    expectations_result,
+    expectations_spec,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    with_upstream,
+)
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.profile import ProfileSettings, compute_snapshots, write_snapshots
 from memvault.profile.diary import write_diary
+from memvault.profile.figures import diary_figures, interest_figures, snapshot_figures
 from memvault.profile.gaps import refresh_gaps
 from memvault.profile.interest import WINDOWS, write_interest
 from memvault.profile.snapshot import read_snapshots
+from memvault.profile.write import Written
+from memvault.store import Store
 from resources import JudgeResource, StoreResource
 
 PROFILE_GROUP = "profile"
@@ -53,22 +70,56 @@ def partition_days(context: dg.AssetExecutionContext) -> list[dt.date]:
     return [dt.date.fromisoformat(key) for key in context.partition_keys]
 
 
-def _run_id(context: dg.AssetExecutionContext, asset: str) -> str:
-    return f"{asset}-{context.run.run_id[:8]}"
+@contextmanager
+def _profile_run(
+    context: dg.AssetExecutionContext, store: Store, asset: str, days: list[dt.date]
+) -> Iterator[str]:
+    """A row in the store's ``runs`` for this asset's batch (so `memvault runs` lists it and
+    `memvault undo` takes its id), failed with the error when the asset fails."""
+    run_id = store.begin_run(
+        asset,
+        {
+            "dagster_run_id": context.run.run_id,
+            "first_day": str(days[0]),
+            "last_day": str(days[-1]),
+        },
+        run_id=f"{asset}-{context.run.run_id[:8]}",
+    )
+    with store.failing_run(run_id):
+        yield run_id
+    store.finish_run(run_id, "succeeded")
 
 
-def _loads(text: str | None, default: str = "[]") -> Any:
-    return json.loads(text or default)
+def _each_day(
+    context: dg.AssetExecutionContext,
+    days: list[dt.date],
+    rows: pl.DataFrame,
+    figures: Callable[[dict[str, Any], Written], dict[str, Any]],
+    written: Written,
+) -> None:
+    """Each day's partition gets that day's figures, not the batch's."""
+    shown = {row["day"]: figures(row, written) for row in rows.iter_rows(named=True)}
+    for day in days:
+        day_figures = shown.get(day, {"day": day.isoformat(), "row": "not written"})
+        if "page" in day_figures:
+            day_figures["page"] = dg.MetadataValue.md(day_figures["page"])
+        context.add_asset_metadata(day_figures, partition_key=day.isoformat())
 
 
-def _names(items: list[dict[str, Any]], n: int = 5) -> str:
-    return ", ".join(str(i.get("name") or i.get("intent")) for i in items[:n]) or "none"
+def _batch(days: list[dt.date], run_id: str, started: float, **extra: Any) -> dict[str, Any]:
+    """What the whole run of a batch of days did (the same on each of its days)."""
+    return {
+        "profile_run_id": run_id,
+        "batch": f"{days[0].isoformat()} .. {days[-1].isoformat()} ({len(days)} days)",
+        **extra,
+        "batch_duration_s": round(time.monotonic() - started, 3),
+    }
 
 
-@dg.asset(
+#: Each day reads its previous day's snapshot (a backfill runs the days in order).
+SNAPSHOT = dg.AssetSpec(
+    "daily_snapshot",
     group_name=PROFILE_GROUP,
-    partitions_def=DAILY_PARTITIONS,
-    backfill_policy=BACKFILL,
     deps=[
         dg.AssetKey("collected_sessions"),
         dg.AssetDep(
@@ -78,9 +129,9 @@ def _names(items: list[dict[str, Any]], n: int = 5) -> str:
             ),
         ),
     ],
+    automation_condition=after("collected_sessions", why="after the collector: yesterday"),
     kinds=kinds("igraph", "polars"),
     owners=OWNERS,
-    pool=STORE_POOL,
     description="One row per day in profile_daily: the most frequent recall intents, the "
     "entities most central to the day (personalized PageRank over the entity graph as it stood "
     "that evening, restarting at the day's entities), and which entities entered or left that "
@@ -88,50 +139,29 @@ def _names(items: list[dict[str, Any]], n: int = 5) -> str:
     "the days in order). Each day sees only what the store knew by its end: a fact learned "
     "later never shows up in an earlier day.",
 )
-def daily_snapshot(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-    days = partition_days(context)
-    started = time.monotonic()
-    run_id = _run_id(context, "daily_snapshot")
-    with store.open() as opened:
+
+
+# A multi-asset of one, subsettable, so its expectation suite is not part of what must run
+# with it: the automation then requests the latest day alone, not the day before it too.
+@dg.multi_asset(
+    specs=[SNAPSHOT],
+    check_specs=[expectations_spec("profile_daily", "daily_snapshot")],
+    partitions_def=DAILY_PARTITIONS,
+    backfill_policy=BACKFILL,
+    can_subset=True,
+    pool=STORE_POOL,
+)
+def daily_snapshot(
+    context: dg.AssetExecutionContext, store: StoreResource
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    days, started = partition_days(context), time.monotonic()
+    with store.open() as opened, _profile_run(context, opened, "daily_snapshot", days) as run:
         rows = compute_snapshots(opened, days, SETTINGS)
-        written = write_snapshots(opened, rows, run_id)
-    last = rows.row(-1, named=True)
-    activity = {k: 0 for k in ("sessions", "memories", "recalls", "facts_learned")}
-    for text in rows["activity"].to_list():
-        for key, value in json.loads(text).items():
-            if key in activity:
-                activity[key] += int(value)
-    empty = sum(1 for text in rows["activity"].to_list() if not json.loads(text)["mentions"])
-    return dg.MaterializeResult(
-        metadata={
-            "days": len(days),
-            "first_day": days[0].isoformat(),
-            "last_day": days[-1].isoformat(),
-            "empty_days": empty,
-            **{f"{k}_in_range": v for k, v in activity.items()},
-            "rows_inserted": written.inserted,
-            "rows_updated": written.updated,
-            "rows_unchanged": written.unchanged,
-            "duration_s": round(time.monotonic() - started, 3),
-            "timezone": SETTINGS.timezone,
-            "last_day_top_entities": _names(_loads(last["top_entities"])),
-            "last_day_top_intents": _names(_loads(last["top_intents"])),
-            "last_day_lists": md_table(
-                [
-                    {"list": "top entities", "values": _names(_loads(last["top_entities"]), 10)},
-                    {"list": "top intents", "values": _names(_loads(last["top_intents"]), 10)},
-                    {
-                        "list": "appeared",
-                        "values": _names(_loads(last["delta_vs_yesterday"], "{}")["appeared"]),
-                    },
-                    {
-                        "list": "disappeared",
-                        "values": _names(_loads(last["delta_vs_yesterday"], "{}")["disappeared"]),
-                    },
-                ]
-            ),
-        }
-    )
+        written = write_snapshots(opened, rows, run)
+        if context.selected_asset_check_keys:
+            yield expectations_result(opened, "profile_daily", "daily_snapshot")
+    _each_day(context, days, rows, snapshot_figures, written)
+    yield dg.MaterializeResult(asset_key="daily_snapshot", metadata=_batch(days, run, started))
 
 
 def _interest_asset(window: int) -> dg.AssetsDefinition:
@@ -142,16 +172,12 @@ def _interest_asset(window: int) -> dg.AssetsDefinition:
         group_name=PROFILE_GROUP,
         partitions_def=DAILY_PARTITIONS,
         backfill_policy=BACKFILL,
-        deps=[
-            dg.AssetDep(
-                daily_snapshot,
-                partition_mapping=dg.TimeWindowPartitionMapping(
-                    start_offset=-(2 * window - 1),
-                    end_offset=0,
-                    allow_nonexistent_upstream_partitions=True,
-                ),
-            )
-        ],
+        # The same day: the window reads the snapshots before it from the store, and the
+        # snapshot's own chain of days orders a backfill. (Declaring the 2 × window days it
+        # reads would make a backfill of a day select every window that day falls in, up to
+        # 2 × window days later, in the UI's preview.)
+        deps=[daily_snapshot],
+        automation_condition=with_upstream("with the day's snapshot"),
         kinds=kinds("polars"),
         owners=OWNERS,
         pool=STORE_POOL,
@@ -162,25 +188,11 @@ def _interest_asset(window: int) -> dg.AssetsDefinition:
         "had one.",
     )
     def _interest(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-        days = partition_days(context)
-        started = time.monotonic()
-        with store.open() as opened:
-            rows, written = write_interest(opened, days, window, SETTINGS, _run_id(context, name))
-        last = rows.row(-1, named=True)
-        return dg.MaterializeResult(
-            metadata={
-                "days": len(days),
-                "window_days": window,
-                "last_day_days_covered": int(last["days_covered"]),
-                "rows_inserted": written.inserted,
-                "rows_updated": written.updated,
-                "rows_unchanged": written.unchanged,
-                "duration_s": round(time.monotonic() - started, 3),
-                "last_day_attention": _names(_loads(last["attention"])),
-                "last_day_rising": _names(_loads(last["rising"])),
-                "last_day_cooling": _names(_loads(last["cooling"])),
-            }
-        )
+        days, started = partition_days(context), time.monotonic()
+        with store.open() as opened, _profile_run(context, opened, name, days) as run:
+            rows, written = write_interest(opened, days, window, SETTINGS, run)
+        _each_day(context, days, rows, interest_figures, written)
+        return dg.MaterializeResult(metadata=_batch(days, run, started))
 
     return _interest
 
@@ -193,6 +205,8 @@ interest_7d, interest_30d, interest_90d = (_interest_asset(w) for w in WINDOWS)
     partitions_def=DAILY_PARTITIONS,
     backfill_policy=BACKFILL,
     deps=[daily_snapshot, interest_7d],
+    automation_condition=with_upstream("with the day's snapshot"),
+    retry_policy=LLM_RETRY,
     kinds=kinds(llm=True),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -205,9 +219,8 @@ interest_7d, interest_30d, interest_90d = (_interest_asset(w) for w in WINDOWS)
 def diary_page(
     context: dg.AssetExecutionContext, store: StoreResource, llm: JudgeResource
 ) -> dg.MaterializeResult:
-    days = partition_days(context)
-    started = time.monotonic()
-    with store.open() as opened:
+    days, started = partition_days(context), time.monotonic()
+    with retried_on_llm_trouble(), store.open() as opened:
         snapshots = read_snapshots(opened, days[0], days[-1])
         missing = sorted(set(days) - set(snapshots["day"].to_list())) if snapshots.height else days
         if missing:
@@ -217,31 +230,21 @@ def diary_page(
                 allow_retries=False,
             )
         judge = llm.build(cache=StoreJudgeCache(opened))
-        result = write_diary(opened, snapshots, judge, _run_id(context, "diary_page"))
+        with _profile_run(context, opened, "diary_page", days) as run:
+            result = write_diary(opened, snapshots, judge, run)
     for failure in result.failures:
         context.log.warning(f"diary judge failed, template page written: {failure}")
-    last = result.pages.row(-1, named=True)
+    _each_day(context, days, result.pages, diary_figures, result.written)
+    kinds_ = {f"pages_{k}": n for k, n in result.kinds.items()}
     return dg.MaterializeResult(
-        metadata={
-            "days": len(days),
-            "pages_llm": result.kinds["llm"],
-            "pages_template": result.kinds["template"],
-            "pages_empty_day": result.kinds["empty"],
-            "pages_kept_unchanged": result.kinds["reused"],
-            "judge_failures": len(result.failures),
-            "rows_inserted": result.written.inserted,
-            "rows_updated": result.written.updated,
-            "rows_unchanged": result.written.unchanged,
-            **judge_metadata(judge),
-            "duration_s": round(time.monotonic() - started, 3),
-            "last_page": dg.MetadataValue.md(str(last["text"])),
-        }
+        metadata=_batch(days, run, started, **kinds_, **judge_metadata(judge))
     )
 
 
 @dg.asset(
     group_name=PROFILE_GROUP,
-    deps=[dg.AssetKey("dream_signal")],
+    deps=[dg.AssetKey("dream_communities")],
+    automation_condition=after("dream_communities", why="after the dream's communities"),
     kinds=kinds("polars"),
     owners=OWNERS,
     pool=STORE_POOL,
@@ -302,11 +305,5 @@ gaps_job = dg.define_asset_job(
     description="Refresh the knowledge gaps (recall failures, structural gaps).",
 )
 
-profile_nightly_schedule = dg.build_schedule_from_partitioned_job(
-    profile_job,
-    name="profile_nightly",
-    hour_of_day=4,
-    minute_of_hour=30,
-    description="Yesterday's profile partition, nightly at 04:30 in the owner's timezone, after "
-    "the collector (02:15) and the gardener (03:45).",
-)
+
+defs = dg.Definitions(assets=[*PROFILE_ASSETS, knowledge_gaps], jobs=[profile_job, gaps_job])

@@ -78,3 +78,8 @@ prefetch_hourly_schedule = dg.ScheduleDefinition(
     description="The prefetch cache is refreshed every hour at five past; a run that finds "
     "nothing new writes nothing.",
 )
+
+
+defs = dg.Definitions(
+    assets=[prefetch_cache], jobs=[prefetch_job], schedules=[prefetch_hourly_schedule]
+)

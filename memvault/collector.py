@@ -46,6 +46,20 @@ class CollectReport:
             "run_ids": self.run_ids,
         }
 
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows: flat counts, then what was added and the ingest runs."""
+        return {
+            "files_seen": self.files_seen,
+            "files_ingested": self.files_ingested,
+            "files_unchanged": self.files_unchanged,
+            "files_failed": len(self.failures),
+            "warnings": len(self.warnings),
+            "sessions_added": self.inserted.get("session", 0),
+            "records_added": sum(self.inserted.values()),
+            "inserted": [{"record type": k, "added": n} for k, n in self.inserted.items()],
+            "ingest_runs": [{"run id": r} for r in self.run_ids],
+        }
+
 
 def _unique_by_id(records: Iterable[Record]) -> list[Record]:
     """The first record of each id (the offline extractor and the LLM may name the same entity)."""

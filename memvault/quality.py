@@ -128,3 +128,69 @@ def validate_triples(store: Store) -> QualityResult:
         schema = store.table_schema("triples")
         frame = pl.DataFrame(schema={c: schema[c] for c in TRIPLE_COLUMNS})
     return validate_frame(frame, expectations, "triples")
+
+
+def _block_expectations() -> list[Any]:
+    import great_expectations.expectations as gxe
+
+    from memvault.lifecycle.tiering import TIERS
+
+    return [
+        gxe.ExpectColumnValuesToBeUnique(column="id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="text"),
+        gxe.ExpectColumnValuesToNotBeNull(column="status"),
+        gxe.ExpectColumnValuesToNotBeNull(column="created_at"),
+        gxe.ExpectColumnValuesToBeInSet(column="tier", value_set=list(TIERS)),
+        gxe.ExpectColumnValuesToBeBetween(column="access_count", min_value=0),
+    ]
+
+
+def _edge_expectations() -> list[Any]:
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectColumnValuesToBeUnique(column="id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="source_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="target_id"),
+        gxe.ExpectColumnValuesToBeInSet(
+            column="status", value_set=["connected", "pending", "archived"]
+        ),
+        gxe.ExpectColumnValuesToBeBetween(column="composite_weight", min_value=0),
+    ]
+
+
+def _profile_day_expectations() -> list[Any]:
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectColumnValuesToBeUnique(column="id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="day"),
+        gxe.ExpectColumnValuesToNotBeNull(column="known_at"),
+        gxe.ExpectColumnValuesToNotBeNull(column="timezone"),
+        gxe.ExpectColumnValuesToNotBeNull(column="top_entities"),
+        gxe.ExpectColumnValuesToNotBeNull(column="activity"),
+    ]
+
+
+#: The suite of each table the pipeline writes besides triples: (expectations, columns read).
+SUITES = {
+    "blocks": (_block_expectations, ("id", "text", "status", "created_at", "tier", "access_count")),
+    "edges": (_edge_expectations, ("id", "source_id", "target_id", "status", "composite_weight")),
+    "profile_daily": (
+        _profile_day_expectations,
+        ("id", "day", "known_at", "timezone", "top_entities", "activity"),
+    ),
+}
+
+
+def validate_table(store: Store, table: str) -> QualityResult:
+    """``table`` (one of :data:`SUITES`, or triples) against its expectations; an empty table
+    passes. Only the columns the suite reads are loaded."""
+    if table == "triples":
+        return validate_triples(store)
+    build, columns = SUITES[table]
+    frame = store.fetch_df(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id")
+    if frame.is_empty():
+        schema = store.table_schema(table)
+        frame = pl.DataFrame(schema={c: schema[c] for c in columns})
+    return validate_frame(frame, build(), table)

@@ -4,25 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import (
-    collector,
-    dream,
-    dream_checks,
-    gardener,
-    layers,
-    lifecycle,
-    lint,
-    profile,
-    read_path,
-)
-from assets.gardener import garden_job, garden_nightly_schedule
-from assets.layers import layers_daily_schedule, layers_job
-from assets.lifecycle import tiering_daily_schedule, tiering_job
-from assets.lint import lint_job, lint_nightly_schedule
-from assets.profile import gaps_job, profile_job, profile_nightly_schedule
-from assets.read_path import prefetch_hourly_schedule, prefetch_job
-from pipelines.jobs import collect_job, collector_schedule, dream_job
-from pipelines.sensors import dream_gate_sensor
+from assets import collector, dream, gardener, layers, lifecycle, lint, profile, read_path
 from resources import (
     CollectorSourcesResource,
     DreamResource,
@@ -36,19 +18,21 @@ from resources import (
     TieringResource,
 )
 
-ASSET_MODULES = [
-    collector,
-    dream,
-    dream_checks,
-    gardener,
-    lint,
-    profile,
-    layers,
-    lifecycle,
-    read_path,
-]
-all_assets = dg.load_assets_from_modules(ASSET_MODULES)
-all_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
+#: One module (or folder) per track under ``assets/``: its assets, checks, jobs, schedules,
+#: sensors and partitions together.
+TRACKS = [collector, dream, gardener, lint, profile, layers, lifecycle, read_path]
+
+#: The tracks follow each other by their assets' automation conditions (the gardener after
+#: the collector, the lint after the gardener, tiering after the dream, ...), evaluated by this
+#: sensor; the UI's Automation page shows why each asset was (or was not) requested.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "default_automation_condition_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Starts each track when the one before it has run: the gardener, the profile and "
+    "the layers after the collector, the lint after the gardener, tiering after the dream (or "
+    "at 05:00 on a day without one), the knowledge gaps after the dream's communities.",
+)
 
 
 def build_resources() -> dict[str, dg.ConfigurableResource]:
@@ -75,30 +59,11 @@ executor = dg.multiprocess_executor.configured(
     name="multiprocess_forkserver",
 )
 
-defs = dg.Definitions(
-    assets=all_assets,
-    asset_checks=all_checks,
-    jobs=[
-        collect_job,
-        dream_job,
-        garden_job,
-        lint_job,
-        profile_job,
-        gaps_job,
-        layers_job,
-        tiering_job,
-        prefetch_job,
-    ],
-    schedules=[
-        collector_schedule,
-        garden_nightly_schedule,
-        lint_nightly_schedule,
-        profile_nightly_schedule,
-        layers_daily_schedule,
-        tiering_daily_schedule,
-        prefetch_hourly_schedule,
-    ],
-    sensors=[dream_gate_sensor],
-    resources=build_resources(),
-    executor=executor,
+defs = dg.Definitions.merge(
+    *(track.defs for track in TRACKS),
+    dg.Definitions(
+        sensors=[automation_sensor],
+        resources=build_resources(),
+        executor=executor,
+    ),
 )

@@ -63,6 +63,21 @@ def new_rows_since(store: Store, since: dt.datetime | None) -> dict[str, int]:
     return {table: found.get(table, 0) for table in DELTA_TABLES}
 
 
+def new_ids_since(store: Store, table: str, since: dt.datetime | None) -> set[str]:
+    """Ids of the rows of ``table`` inserted after ``since`` (all of them when None): what a
+    dream sees for the first time."""
+    params: dict[str, object] = {"t": table}
+    where = ""
+    if since is not None:
+        where, params["since"] = "AND created_at > :since", since
+    rows = store.fetch(
+        "SELECT DISTINCT target_id FROM audit_log "
+        f"WHERE action IN ('insert', 'ingest') AND target_table = :t {where}",
+        params,
+    )
+    return {str(r[0]) for r in rows}
+
+
 def orient(store: Store) -> OrientStats:
     run_id, finished = last_dream(store)
     stats = OrientStats(last_dream_at=finished, last_dream_run=run_id)

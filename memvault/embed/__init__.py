@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from memvault.embed.base import Embedder, normalize_rows
 from memvault.embed.hashing import HashingEmbedder
 from memvault.embed.minilm import MiniLMEmbedder
-from memvault.embed.openai_embed import OpenAIEmbedder
 from memvault.errors import MemvaultError
+
+if TYPE_CHECKING:
+    from memvault.embed.openai_embed import OpenAIEmbedder
 
 ACCEPTED_SPECS = "'minilm', 'hashing', 'hashing:<dim>' or 'openai:<model>'"
 
@@ -41,6 +44,8 @@ def make_embedder(spec: str | None = None, environ: Mapping[str, str] | None = N
         if arg.strip().isdigit() and 0 < int(arg) < 2**31:
             return HashingEmbedder(int(arg))
     if kind == "openai" and arg.strip():
+        from memvault.embed.openai_embed import OpenAIEmbedder
+
         return OpenAIEmbedder(
             base_url=env.get("MEMVAULT_EMBED_BASE_URL") or env.get("MEMVAULT_LLM_BASE_URL") or None,
             api_key=env.get("MEMVAULT_EMBED_API_KEY")
@@ -50,6 +55,15 @@ def make_embedder(spec: str | None = None, environ: Mapping[str, str] | None = N
             model=arg.strip(),
         )
     raise MemvaultError(f"unknown embedder {text!r}: use {ACCEPTED_SPECS} (MEMVAULT_EMBEDDER)")
+
+
+def __getattr__(name: str) -> Any:
+    """``OpenAIEmbedder`` on first use (the openai package is slow to import)."""
+    if name == "OpenAIEmbedder":
+        from memvault.embed.openai_embed import OpenAIEmbedder
+
+        return OpenAIEmbedder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -51,6 +51,20 @@ class CentralityReport:
         hidden = ("seed_ids", "scores")
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in hidden}
 
+    def metadata(self, top: int = 10) -> dict[str, Any]:
+        """What an orchestrator shows of this ranking: flat figures, the top entities by
+        personalized PageRank and timings as tables."""
+        best = self.scores.sort("ppr", descending=True).head(top) if self.scores.height else None
+        return {
+            "entities": self.entities,
+            "edges": self.edges,
+            "ppr_seeds": self.seeds,
+            "ppr_seeds_in_graph": self.seeds_in_graph,
+            "seed_source": self.seed_source,
+            "top_by_ppr": best.to_dicts() if best is not None else [],
+            "timings_s": dict(self.seconds),
+        }
+
 
 def personalized_pagerank(
     graph: ig.Graph,

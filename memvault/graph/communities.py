@@ -39,6 +39,17 @@ class CommunityReport:
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "membership"}
 
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows of this partition: flat figures, timings as a table."""
+        return {
+            "communities": self.communities,
+            "largest_community": self.largest,
+            "entities": self.entities,
+            "edges": self.edges,
+            "quality": round(self.quality, 4),
+            "timings_s": dict(self.seconds),
+        }
+
 
 def number_communities(ids: list[str], membership: list[int]) -> pl.DataFrame:
     """entity_id, community, size: communities renumbered by size desc, then smallest member id."""
@@ -56,6 +67,18 @@ def number_communities(ids: list[str], membership: list[int]) -> pl.DataFrame:
         .select("entity_id", pl.col("community").cast(pl.Int32), pl.col("size").cast(pl.Int32))
         .sort("entity_id")
     )
+
+
+def stored_communities(store: Store, run_id: str) -> CommunityReport:
+    """The partition table ``communities`` holds, as a report: a dream resumed after its
+    community stage reads what that stage wrote instead of partitioning again."""
+    rows = store.fetch_df("SELECT entity_id, community, size FROM communities ORDER BY entity_id")
+    rows = rows.cast({"entity_id": pl.Utf8, "community": pl.Int32, "size": pl.Int32})
+    report = CommunityReport(run_id=run_id, dry_run=False, membership=rows)
+    report.entities = rows.height
+    report.communities = int(rows["community"].n_unique()) if rows.height else 0
+    report.largest = int(rows["size"].max()) if rows.height else 0  # type: ignore[arg-type]
+    return report
 
 
 def detect_communities(

@@ -111,6 +111,24 @@ class DiscoveryReport:
         data["examples"] = [d.explanation for d in self.discoveries[:5]]
         return data
 
+    def metadata(self, shown: int = 25) -> dict[str, Any]:
+        """What an orchestrator shows of this search: counts by kind, the discoveries found
+        (up to ``shown``) and timings as tables."""
+        return {
+            **{f"discoveries_{kind}": n for kind, n in self.written.items()},
+            "discoveries_already_known": self.already_known,
+            "bridge_threshold": self.bridge_threshold
+            if self.bridge_threshold is not None
+            else -1.0,
+            "new_connected_edges": self.new_connected_edges,
+            "skipped": dict(self.skipped),
+            "timings_s": dict(self.seconds),
+            "discoveries": [
+                {"kind": d.kind, "score": d.score, "explanation": d.explanation}
+                for d in self.discoveries[:shown]
+            ],
+        }
+
 
 # -- the three detectors ---------------------------------------------------------------------
 

@@ -95,6 +95,21 @@ class EdgeReport:
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "newly_connected"}
 
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows of this refresh: flat figures, timings as a table."""
+        return {
+            "edges_connected": self.connected,
+            "edges_pending": self.pending,
+            "edges_inserted": self.inserted,
+            "edges_updated": self.updated,
+            "edges_archived": self.archived,
+            "incremental": self.incremental,
+            "refresh": self.reason or ("incremental" if self.incremental else "full"),
+            "pairs_considered": self.considered,
+            "entities_touched": self.touched_entities,
+            "timings_s": dict(self.seconds),
+        }
+
 
 class _Timer:
     def __init__(self) -> None:

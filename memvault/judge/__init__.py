@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -42,8 +43,10 @@ from memvault.judge.base import (
     cache_key,
 )
 from memvault.judge.heuristic import HeuristicJudge
-from memvault.judge.openai_judge import OpenAIJudge
 from memvault.judge.scripted import ScriptedJudge, ScriptExhaustedError
+
+if TYPE_CHECKING:
+    from memvault.judge.openai_judge import OpenAIJudge
 from memvault.judge.tasks import (
     EXTRACT_MEMORY,
     TASKS,
@@ -107,6 +110,8 @@ def make_judge(settings: JudgeSettings | None = None, *, cache: JudgeCache | Non
     settings = settings or JudgeSettings.from_env()
     if not settings.base_url:
         return HeuristicJudge()
+    from memvault.judge.openai_judge import OpenAIJudge
+
     return OpenAIJudge(
         base_url=settings.base_url,
         api_key=settings.api_key.get_secret_value(),
@@ -118,6 +123,16 @@ def make_judge(settings: JudgeSettings | None = None, *, cache: JudgeCache | Non
         max_tokens=settings.max_tokens,
         cache=cache,
     )
+
+
+def __getattr__(name: str) -> Any:
+    """``OpenAIJudge`` on first use: the openai package takes a second or more to import, and
+    every process that loads the code location (each step of a launched job) would pay it."""
+    if name == "OpenAIJudge":
+        from memvault.judge.openai_judge import OpenAIJudge
+
+        return OpenAIJudge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -157,6 +157,19 @@ class Findability:
         """Every original kept, and at least :data:`FINDABLE_SHARE` of the sample found."""
         return not self.missing_originals and self.found >= FINDABLE_SHARE * self.sampled
 
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows for the check."""
+        return {
+            "tiering_run_id": self.run_id or "no tiering run yet",
+            "demoted": self.demoted,
+            "sampled": self.sampled,
+            "found": self.found,
+            "not_found": len(self.lost),
+            "originals_missing": len(self.missing_originals),
+            "sample_not_found": self.lost[:20],
+            "sample_originals_missing": ", ".join(self.missing_originals[:20]) or "none",
+        }
+
 
 def _search_texts(store: Store, ids: list[str]) -> set[str]:
     """The texts recall searched ``ids`` by."""

@@ -32,6 +32,7 @@ from memvault.judge.base import Judge
 from memvault.lifecycle.digest import (
     BLOCKS_PER_CALL,
     DIGEST_MAX_CHARS,
+    DIGEST_REFUSALS,
     HEADLINE_MAX_CHARS,
     DigestStats,
     digest_blocks,
@@ -206,6 +207,36 @@ class TieringResult:
             "written": self.written,
             "originals_kept": self.originals,
             "duration_s": round(self.duration_s, 3),
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows: flat counts per tier, digest kind and refusal reason."""
+        summary, digests = self.summary(), self.digests
+        return {
+            "tiering_run_id": summary["run_id"] or "nothing to change",
+            "dry_run": summary["dry_run"],
+            "blocks": summary["blocks"],
+            **{f"{t}_before": n for t, n in summary["tiers_before"].items()},
+            **{f"{t}_after": n for t, n in summary["tiers_after"].items()},
+            "demotions": summary["demotions"],
+            "promotions": summary["promotions"],
+            "by_edge": [{"edge": e, "blocks": n} for e, n in summary["by_edge"].items()],
+            "digests_llm": int(digests.get("llm", 0)),
+            "digests_extractive": int(digests.get("extractive", 0)),
+            "headlines": int(
+                digests.get("headline_llm", 0) + digests.get("headline_extractive", 0)
+            ),
+            "headlines_extractive": int(digests.get("headline_extractive", 0)),
+            "rejected_replies": summary["rejected_replies"],
+            **{
+                f"rejected_digests_{reason}": int(summary["rejected_digests"].get(reason, 0))
+                for reason in DIGEST_REFUSALS
+            },
+            "judge_failures": summary["judge_failures"],
+            "kept_by_use": summary["kept_by_use"],
+            "rows_written": summary["written"],
+            "originals_kept": summary["originals_kept"],
+            "duration_s": summary["duration_s"],
         }
 
 

@@ -56,6 +56,26 @@ class LintReport:
     def by_severity(self) -> dict[str, int]:
         return dict(Counter(f.severity for f in self.findings))
 
+    def metadata(self, sample: int = 20) -> dict[str, Any]:
+        """What an orchestrator shows for the layer: flat counts, then the findings by rule and
+        a sample of them (as records)."""
+        return {
+            "findings": len(self.findings),
+            "new_findings": self.new,
+            "resolved_findings": self.resolved,
+            **{f"severity_{k}": v for k, v in sorted(self.by_severity().items())},
+            "by_rule": [{"rule": rule, "findings": n} for rule, n in self.by_rule().items()],
+            "sample": [
+                {
+                    "rule": f.rule,
+                    "subject": f.subject or "",
+                    "severity": f.severity,
+                    "evidence": ", ".join(f"{k}={v}" for k, v in f.evidence.items()),
+                }
+                for f in self.findings[:sample]
+            ],
+        }
+
 
 def record_findings(
     store: Store, layer: str, findings: Sequence[Finding], run_id: str, *, rules: Sequence[str]

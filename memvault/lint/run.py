@@ -212,6 +212,12 @@ class QueueTending:
     expired: list[str] = field(default_factory=list)
     low_confidence: Intake = field(default_factory=Intake)
 
+    def metadata(self) -> dict[str, int]:
+        return {
+            "expired_this_run": len(self.expired),
+            "low_confidence_queued": self.low_confidence.queued,
+        }
+
 
 def tend_queue(
     store: Store, run_id: str, policy: ReviewPolicy, *, low_confidence_limit: int = 200

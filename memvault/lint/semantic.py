@@ -20,7 +20,7 @@ import datetime as dt
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -126,6 +126,18 @@ class SemanticResult:
     candidates: int = 0
     asked: int = 0
     rules_only: bool = False
+
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows: the mode, and how the layer narrowed the facts down."""
+        return {
+            "mode": "rules only: no LLM configured, only negations are reported"
+            if self.rules_only
+            else "llm",
+            "new_facts": self.new_triples,
+            "candidate_pairs": self.candidates,
+            "pairs_asked": self.asked,
+            "proposed_changes": len(self.proposals),
+        }
 
 
 _NEW_TRIPLES_SQL = """

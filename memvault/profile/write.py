@@ -8,7 +8,7 @@ changed, and every change that does happen can be undone like any other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -22,12 +22,19 @@ class Written:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
+    #: What happened to each row, by its id: so a day of a batch can say what happened to it.
+    by_id: dict[str, str] = field(default_factory=dict)
 
     def __iadd__(self, other: Written) -> Written:
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.by_id |= other.by_id
         return self
+
+    def of(self, row_id: str) -> str:
+        """``inserted``, ``updated`` or ``unchanged`` for one row (``not written`` if absent)."""
+        return self.by_id.get(row_id, "not written")
 
 
 def upsert_rows(
@@ -62,4 +69,7 @@ def upsert_rows(
             if changed.height
             else 0
         )
-    return Written(inserted, updated, rows.height - inserted - updated)
+    by_id = dict.fromkeys(rows["id"].to_list(), "unchanged")
+    by_id |= dict.fromkeys(new["id"].to_list(), "inserted")
+    by_id |= dict.fromkeys(changed["id"].to_list(), "updated")
+    return Written(inserted, updated, rows.height - inserted - updated, by_id)

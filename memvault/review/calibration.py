@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memvault.store import Store
 
@@ -46,6 +46,16 @@ class Calibration:
     def threshold(self, policy: ReviewPolicy, kind: str, confidence: float | None) -> float:
         state = self.bands.get((kind, band_of(confidence)))
         return state.threshold if state is not None else policy.base_threshold(kind)
+
+    def metadata(self, policy: ReviewPolicy) -> dict[str, Any]:
+        """What an orchestrator shows: the auto-approve thresholds, and how decisions moved them."""
+        return {
+            "thresholds": [
+                {"kind": kind, "auto-approve below impact": round(value, 2)}
+                for kind, value in sorted(policy.impact_thresholds.items())
+            ],
+            "calibration": self.rows(),
+        }
 
     def rows(self) -> list[dict[str, object]]:
         """The calibration as a table (for the review page and the asset metadata)."""

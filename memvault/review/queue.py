@@ -231,6 +231,17 @@ class QueueSummary:
     def count(self, status: str) -> int:
         return sum(i.status == status for i in self.waiting)
 
+    def metadata(self) -> dict[str, Any]:
+        """What an orchestrator shows: what waits, since when, and who decided the rest."""
+        return {
+            "waiting": len(self.waiting),
+            "pending": self.count("pending"),
+            "expired": self.count("expired"),
+            "oldest_waiting": self.oldest or "never",
+            **{f"decided_by_{who}": n for who, n in self.decided_by.items()},
+            "waiting_by_kind": [{"kind": k, "items": n} for k, n in self.by_kind.items()],
+        }
+
 
 def summarize_queue(store: Store) -> QueueSummary:
     decided = store.fetch(

@@ -11,7 +11,8 @@ from typing import Any
 import dagster as dg
 
 import memvault
-from assets import dream, dream_checks
+from assets import dream
+from assets.dream import checks as dream_checks
 from memvault.ingest import ingest_file
 from memvault.store import Store
 from memvault_demo.generator import DemoConfig, GroundTruth, generate, write_jsonl

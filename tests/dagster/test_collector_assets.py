@@ -9,11 +9,11 @@ import dagster as dg
 import pytest
 
 import memvault
-from assets.collector import collected_sessions, memory_embeddings, references_resolve
+from assets.collector import collected_sessions, memory_embeddings
 from resources import CollectorSourcesResource, EmbedderResource, JudgeResource, StoreResource
 from tests.helpers import FIXTURES, asset_metadata
 
-ASSETS = [collected_sessions, memory_embeddings, references_resolve]
+ASSETS = [collected_sessions, memory_embeddings]  # the reference check runs in the first step
 
 
 @pytest.fixture

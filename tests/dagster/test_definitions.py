@@ -12,8 +12,14 @@ EXPECTED_GRAPH = {
     "collected_sessions": {"group": "collector", "deps": set()},
     "memory_embeddings": {"group": "collector", "deps": {"collected_sessions"}},
     "dream_orient": {"group": "dream", "deps": {"memory_embeddings"}},
-    "dream_signal": {"group": "dream", "deps": {"dream_orient"}},
-    "dream_reflect": {"group": "dream", "deps": {"dream_signal"}},
+    "dream_edges": {"group": "dream", "deps": {"dream_orient"}},
+    "dream_communities": {"group": "dream", "deps": {"dream_edges"}},
+    "dream_centrality": {"group": "dream", "deps": {"dream_edges"}},
+    "dream_discoveries": {
+        "group": "dream",
+        "deps": {"dream_edges", "dream_communities", "dream_centrality"},
+    },
+    "dream_reflect": {"group": "dream", "deps": {"dream_discoveries"}},
     "dream_consolidate": {"group": "dream", "deps": {"dream_reflect"}},
     "dream_prune": {"group": "dream", "deps": {"dream_consolidate"}},
     "garden_survey": {"group": "gardener", "deps": {"memory_embeddings"}},
@@ -24,7 +30,7 @@ EXPECTED_GRAPH = {
     "garden_reconnect": {"group": "gardener", "deps": {"garden_invalidate"}},
     "garden_journal": {"group": "gardener", "deps": {"garden_reconnect"}},
     "garden_report": {"group": "gardener", "deps": {"garden_journal"}},
-    "lint_structure": {"group": "lint", "deps": {"dream_prune"}},
+    "lint_structure": {"group": "lint", "deps": {"dream_prune", "garden_report"}},
     "lint_grounding": {"group": "lint", "deps": {"lint_structure"}},
     "lint_semantic": {"group": "lint", "deps": {"lint_grounding"}},
     "lint_confirm": {"group": "lint", "deps": {"lint_semantic"}},
@@ -34,8 +40,8 @@ EXPECTED_GRAPH = {
     "interest_30d": {"group": "profile", "deps": {"daily_snapshot"}},
     "interest_90d": {"group": "profile", "deps": {"daily_snapshot"}},
     "diary_page": {"group": "profile", "deps": {"daily_snapshot", "interest_7d"}},
-    "knowledge_gaps": {"group": "profile", "deps": {"dream_signal"}},
-    "usage_weights": {"group": "lifecycle", "deps": {"collected_sessions"}},
+    "knowledge_gaps": {"group": "profile", "deps": {"dream_communities"}},
+    "usage_weights": {"group": "lifecycle", "deps": {"collected_sessions", "dream_prune"}},
     "tiering": {"group": "lifecycle", "deps": {"usage_weights"}},
     "attitude_decay": {"group": "layers", "deps": {"collected_sessions"}},
     "skill_levels": {"group": "layers", "deps": {"collected_sessions"}},
@@ -95,33 +101,88 @@ def test_checks_and_schedules() -> None:
         "idempotency": "dream_consolidate",
         "triples_expectations": "dream_consolidate",
         "garden_run_audited": "garden_report",
+        "garden_idempotent": "garden_report",
         "judged_changes_confirmed": "lint_confirm",
         "digests_keep_the_original": "tiering",
         "demoted_blocks_stay_findable": "tiering",
+        "edges_expectations": "dream_edges",
+        "blocks_expectations": "tiering",
+        "profile_daily_expectations": "daily_snapshot",
     }
     graph = defs.resolve_asset_graph()
     blocking = {key.name for key in graph.asset_check_keys if graph.get_check_spec(key).blocking}
     assert blocking == {
         "references_resolve",
+        "grounding",
         "no_data_loss",
         "bitemporal_consistency",
         "idempotency",
         "garden_run_audited",
+        "garden_idempotent",
         "judged_changes_confirmed",
     }
     assert defs.resolve_sensor_def("dream_gate_sensor").job_name == "dream_job"
     schedule = defs.resolve_schedule_def("collector_daily")
     assert schedule.cron_schedule == "15 2 * * *"
     assert schedule.job_name == "collect_job"
-    nightly = defs.resolve_schedule_def("garden_nightly")
-    assert nightly.job_name == "garden_job" and nightly.cron_schedule == "45 3 * * *"
-    lint = defs.resolve_schedule_def("lint_nightly")
-    assert lint.job_name == "lint_job" and lint.cron_schedule == "15 4 * * *"
-    profile = defs.resolve_schedule_def("profile_nightly")
-    assert profile.job_name == "profile_job" and profile.cron_schedule == "30 4 * * *"
-    tiering = defs.resolve_schedule_def("tiering_daily")
-    assert tiering.job_name == "tiering_job" and tiering.cron_schedule == "0 5 * * *"
-    layers = defs.resolve_schedule_def("layers_daily")
-    assert layers.job_name == "layers_job" and layers.cron_schedule == "45 4 * * *"
     prefetch = defs.resolve_schedule_def("prefetch_hourly")
     assert prefetch.job_name == "prefetch_job" and prefetch.cron_schedule == "5 * * * *"
+    # The collector is the night's one clock; the other tracks follow by automation.
+    assert {s.name for s in defs.schedules or ()} == {"collector_daily", "prefetch_hourly"}
+
+
+#: Why each track's first asset runs (the label the UI shows); the rest of a track runs with it.
+TRACK_STARTS = {
+    "garden_survey": "after the collector",
+    "lint_structure": "after the gardener",
+    "usage_weights": "after the dream, or at 05:00 on a day without one",
+    "daily_snapshot": "after the collector: yesterday",
+    "attitude_decay": "after the collector",
+    "skill_levels": "after the collector",
+    "knowledge_gaps": "after the dream's communities",
+}
+#: Started by a schedule or by the dream's gate sensor, never by automation.
+NOT_AUTOMATED = {"collected_sessions", "memory_embeddings", "prefetch_cache"} | {
+    key for key in EXPECTED_GRAPH if key.startswith("dream_")
+}
+
+
+def test_tracks_chain_by_automation() -> None:
+    graph = defs.resolve_asset_graph()
+    labels = {
+        key.to_user_string(): (c.label if (c := graph.get(key).automation_condition) else None)
+        for key in graph.get_all_asset_keys()
+    }
+    for name, label in labels.items():
+        if name in NOT_AUTOMATED:
+            assert label is None, name
+        elif name in TRACK_STARTS:
+            assert label == TRACK_STARTS[name], name
+        else:
+            assert label and label.startswith("with "), (name, label)
+    sensor = defs.resolve_sensor_def("default_automation_condition_sensor")
+    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+
+
+def test_every_asset_that_calls_an_llm_retries() -> None:
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        definition = graph.assets_def_for_key(key)
+        if "openai" in graph.get(key).kinds or key.to_user_string() in LLM_ASSETS:
+            policy = definition.op.retry_policy
+            assert policy is not None and policy.max_retries >= 1, key
+
+
+#: Assets that ask the judge (an LLM when one is configured).
+LLM_ASSETS = {
+    "collected_sessions",
+    "dream_reflect",
+    "dream_consolidate",
+    "lint_semantic",
+    "lint_confirm",
+    "tiering",
+    "diary_page",
+    "garden_dedup",
+    "garden_split",
+}

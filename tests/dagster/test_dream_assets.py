@@ -8,10 +8,11 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 import pytest
 
 import memvault
-from assets.dream_checks import bitemporal_consistency, grounding, no_data_loss
+from assets.dream.checks import bitemporal_consistency, grounding, no_data_loss
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
 from memvault.temporal import asof
@@ -40,6 +41,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
         "bitemporal_consistency": True,
         "idempotency": True,
         "triples_expectations": True,
+        "edges_expectations": True,
     }
     consolidate = metadata(first, "dream_consolidate")
     assert consolidate["judge"] == "heuristic" and consolidate["llm_calls"] == 0
@@ -48,7 +50,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
     reflect = metadata(first, "dream_reflect")
     assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
-    signal = metadata(first, "dream_signal")
+    signal = metadata(first, "dream_discoveries")
     kinds = ("cross_community", "indirect_strong", "knowledge_gap")
     found = {k: signal[f"discoveries_{k}"] for k in kinds}
     assert found["cross_community"] == 0, "the first graph has nothing to be new against"
@@ -72,7 +74,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert again["rows_written"] == 0 and again["llm_calls"] == 0
     assert again["merges"] == again["supersedes"] == again["unmerges"] == 0
     assert again["content_blocks_changed"] == again["content_facts_changed"] == 0
-    signal_again = metadata(second, "dream_signal")
+    signal_again = metadata(second, "dream_discoveries")
     assert sum(signal_again[f"discoveries_{k}"] for k in kinds) == 0
     with memvault.open(url) as store:
         # Only new insights/report rows: no fact, entity or session changed.
@@ -122,11 +124,21 @@ def _add_ambiguous_pair(url: str, truth: GroundTruth, folder: Path) -> None:
     day = first.valid_from.date().isoformat()
     records = [
         {"type": "session", "id": "ses_ambiguous", "started_at": f"{day}T20:00:00Z"},
+        # A grounded fact (an organization, as works_at's definition asks): a new ungrounded
+        # one would block the dream at its grounding check.
+        {
+            "type": "entity",
+            "id": "ent_globex",
+            "name": "Globex Holdings",
+            "entity_type": "organization",
+            "created_at": f"{day}T20:00:30Z",
+        },
         {
             "type": "triple",
             "subject": truth.owner_id,
             "predicate": "works_at",
             "object": "Globex Holdings",
+            "object_id": "ent_globex",
             "valid_at": day,
             "created_at": f"{day}T20:01:00Z",
             "source_session": "ses_ambiguous",
@@ -383,3 +395,26 @@ def test_consolidate_repairs_broken_text_first_and_only_once(
     assert second.success
     again = metadata(second, "dream_consolidate")
     assert again["content_blocks_changed"] == again["content_parts_created"] == 0
+
+
+def test_grounding_blocks_only_a_fact_learned_since_the_last_dream(tmp_path: Path) -> None:
+    """An old fact that breaks its definition is a warning (the lint's to settle); one learned
+    since the last dream stops the dream."""
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    seed_demo_store(url, tmp_path)
+    assert run_dream(url).success
+    with memvault.open(url) as store:
+        [old] = store.fetch("SELECT id FROM triples WHERE status = 'active' LIMIT 1")
+        store.backend.execute(
+            "UPDATE triples SET predicate = 'owns_pet' WHERE id = :id", {"id": old[0]}
+        )
+        older = grounding(store)
+        assert not older.passed and older.severity == dg.AssetCheckSeverity.WARN
+        assert older.metadata["new_violations"].value == 0
+        row = store.fetch_df("SELECT * FROM triples WHERE id = :id", {"id": old[0]})
+        fresh = row.with_columns(pl.lit("t_new_ungrounded").alias("id"))
+        with store.mutation("test-ingest", "ingest") as m:
+            m.insert("triples", fresh)
+        newer = grounding(store)
+        assert not newer.passed and newer.severity == dg.AssetCheckSeverity.ERROR
+        assert newer.metadata["new_violations"].value == 1

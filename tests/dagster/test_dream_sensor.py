@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import dagster as dg
 import pytest
 
+from assets.dream.sensor import dream_gate_sensor
 from pipelines.definitions import build_resources
-from pipelines.sensors import dream_gate_sensor
 from resources import DreamResource
 
 

@@ -2,41 +2,32 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
 import memvault
-from assets.gardener import (
-    garden_decay,
-    garden_dedup,
-    garden_invalidate,
-    garden_job,
-    garden_journal,
-    garden_nightly_schedule,
-    garden_reconnect,
-    garden_report,
-    garden_run_audited,
-    garden_split,
-    garden_survey,
-)
+from assets.gardener import garden, garden_job
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.report import parse_report
+from memvault.normalize import utcnow
 from resources import JudgeResource, StoreResource
 from resources.gardener import GardenerResource
 from tests.garden_support import demo_file, drop_backup_schemas, seed
 from tests.helpers import asset_metadata
 
-ASSETS = [
-    garden_survey,
-    garden_dedup,
-    garden_decay,
-    garden_split,
-    garden_invalidate,
-    garden_reconnect,
-    garden_journal,
-    garden_report,
+ASSETS = [garden]  # the survey, the six phases, the report and the two checks: one step
+PHASE_ASSETS = [
+    "garden_survey",
+    "garden_dedup",
+    "garden_decay",
+    "garden_split",
+    "garden_invalidate",
+    "garden_reconnect",
+    "garden_journal",
+    "garden_report",
 ]
 
 
@@ -55,9 +46,9 @@ def test_the_ceremony_as_assets(small_store: str) -> None:
         "store": StoreResource(url=small_store),
         "llm": JudgeResource(),
     }
-    result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
+    result = dg.materialize(ASSETS, resources=resources)
     assert result.success
-    assert [e.passed for e in result.get_asset_check_evaluations()] == [True]
+    assert [e.passed for e in result.get_asset_check_evaluations()] == [True, True]
     survey = asset_metadata(result, "garden_survey")
     run_id = survey["garden_run_id"]
     assert "kg_invalidate" in str(survey["capabilities"])
@@ -87,15 +78,16 @@ def test_a_phase_without_its_survey_fails_clearly(small_store: str) -> None:
         "store": StoreResource(url=small_store),
         "llm": JudgeResource(),
     }
-    result = dg.materialize([garden_decay], resources=resources, raise_on_error=False)
+    result = dg.materialize(
+        ASSETS, selection=["garden_decay"], resources=resources, raise_on_error=False
+    )
     assert not result.success
 
 
-def test_job_and_schedule_cover_the_group() -> None:
+def test_job_and_automation_cover_the_group() -> None:
     defs = dg.Definitions(
         assets=ASSETS,
         jobs=[garden_job],
-        schedules=[garden_nightly_schedule],
         resources={
             "gardener": GardenerResource(),
             "store": StoreResource(),
@@ -103,14 +95,15 @@ def test_job_and_schedule_cover_the_group() -> None:
         },
     )
     job = defs.resolve_job_def("garden_job")
-    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == {
-        a.key.to_user_string() for a in ASSETS
-    }
-    assert garden_nightly_schedule.cron_schedule == "45 3 * * *"
-    for asset in ASSETS:
-        spec = next(iter(asset.specs))
-        assert spec.group_name == "gardener"
-        assert asset.op.pool == "memvault_store"
+    assert {k.to_user_string() for k in job.asset_layer.executable_asset_keys} == set(PHASE_ASSETS)
+    # The survey follows the collector; every later phase runs in the survey's run.
+    specs = {spec.key.to_user_string(): spec for spec in garden.specs}
+    conditions = {name: spec.automation_condition for name, spec in specs.items()}
+    assert conditions.pop("garden_survey").label == "after the collector"  # type: ignore[union-attr]
+    assert {c.label for c in conditions.values() if c} == {"with the gardener's survey"}
+    assert len(conditions) == len(PHASE_ASSETS) - 1 and all(conditions.values())
+    assert {spec.group_name for spec in specs.values()} == {"gardener"}
+    assert garden.op.pool == "memvault_store"
 
 
 def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
@@ -140,17 +133,15 @@ def test_a_failing_phase_fails_its_asset_and_its_retry_continues(
         "store": StoreResource(url=small_store),
         "llm": JudgeResource(),
     }
-    result = dg.materialize([*ASSETS, garden_run_audited], resources=resources)
+    result = dg.materialize(ASSETS, resources=resources)
     assert result.success and calls["n"] == 2
     failures = [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
-    assert [e.step_key for e in failures] == ["garden_decay"]
+    assert [e.step_key for e in failures] == ["garden"]  # the ceremony's one step
     assert asset_metadata(result, "garden_report")["outcome"] == "succeeded"
 
     calls["n"] = -100  # now it fails every time: the asset fails, nothing after it runs
     monkeypatch.setitem(garden_run.PHASE_FUNCTIONS, "decay", lambda ctx: 1 / 0)
-    broken = dg.materialize(
-        [*ASSETS, garden_run_audited], resources=resources, raise_on_error=False
-    )
+    broken = dg.materialize(ASSETS, resources=resources, raise_on_error=False)
     assert not broken.success
     assert _materialized(broken) == {"garden_survey", "garden_dedup"}
     with memvault.open(small_store) as store:
@@ -177,15 +168,63 @@ def test_a_failed_outcome_fails_the_report(
         "store": StoreResource(url=small_store),
         "llm": JudgeResource(),
     }
-    result = dg.materialize(
-        [*ASSETS, garden_run_audited], resources=resources, raise_on_error=False
-    )
+    result = dg.materialize(ASSETS, resources=resources, raise_on_error=False)
     assert not result.success
     assert "garden_report" not in _materialized(result)
     [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "garden_report"
+    assert failure.step_key == "garden"
     assert "mandatory backup" in str(failure.step_failure_data.user_failure_data.description)  # type: ignore[union-attr]
     with memvault.open(small_store) as store:  # a blocked store got no mutation at all
         assert not store.fetch(
             "SELECT 1 FROM audit_log WHERE target_table = 'blocks' AND phase <> 'ingest'"
         )
+
+
+def _written(url: str) -> tuple[int, int, int]:
+    with memvault.open(url) as store:
+        return (
+            store.fetch("SELECT count(*) FROM audit_log")[0][0],
+            store.fetch("SELECT count(*) FROM runs")[0][0],
+            store.fetch("SELECT count(*) FROM blocks WHERE status = 'active'")[0][0],
+        )
+
+
+def test_a_second_run_right_after_a_clean_one_acts_on_nothing(small_store: str) -> None:
+    """The idempotency check rehearses the next run (writing nothing) and finds nothing to do;
+    a memory that became stale since is found, and still not written."""
+    from memvault.gardener.rehearse import rehearse
+
+    gardener = GardenerResource(embedder="hashing", max_mutations=500)
+    target = StoreResource(url=small_store)
+    resources = {"gardener": gardener, "store": target, "llm": JudgeResource()}
+    result = dg.materialize(ASSETS, resources=resources)
+    assert result.success
+    [check] = [
+        c for c in result.get_asset_check_evaluations() if c.check_name == "garden_idempotent"
+    ]
+    shown = {k: v.value for k, v in check.metadata.items()}
+    assert check.passed and shown["would_act"] == 0 and shown["phases_rehearsed"] == 5, shown
+    assert asset_metadata(result, "garden_report")["mutations_used"] > 0  # it did act
+
+    with memvault.open(small_store) as store:  # one memory left untouched for 60 days
+        candidates = [
+            row[0]
+            for row in store.fetch(
+                "SELECT id FROM blocks WHERE status = 'active' AND NOT pinned "
+                "AND importance >= 0.5 AND kind = 'memory' AND id NOT IN (SELECT target_id "
+                "FROM audit_log WHERE action IN ('decay', 'expire')) ORDER BY id"
+            )
+        ]
+        with gardener.open(target) as (_, stores):  # and not one the owner's recalls keep
+            used = stores[0].kept_by_use(candidates, utcnow())  # type: ignore[attr-defined]
+        stale = next(c for c in candidates if c not in used)
+        store.backend.execute(
+            "UPDATE blocks SET updated_at = :t, last_accessed_at = NULL WHERE id = :id",
+            {"t": utcnow() - dt.timedelta(days=60), "id": stale},
+        )
+    before = _written(small_store)
+    with gardener.open(target) as (ledger, stores):
+        found = rehearse(ledger, stores, JudgeResource().build(), gardener.config())
+    assert not found.idle
+    assert any(a.startswith("decay on ") and stale in a for a in found.acts), found.acts
+    assert _written(small_store) == before, "a rehearsal writes nothing"

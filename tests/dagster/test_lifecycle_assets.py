@@ -47,11 +47,7 @@ def _judge() -> ScriptedJudge:
 
 def _materialize(url: str) -> dict[str, dict[str, Any]]:
     result = dg.materialize(
-        [
-            *LIFECYCLE_ASSETS,
-            lifecycle.digests_keep_the_original,
-            lifecycle.demoted_blocks_stay_findable,
-        ],
+        LIFECYCLE_ASSETS,  # tiering's checks run in its step
         resources={
             "store": StoreResource(url=url),
             "llm": ScriptedJudgeResource(),

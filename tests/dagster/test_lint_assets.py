@@ -16,14 +16,7 @@ from resources import EmbedderResource, JudgeResource, LintResource, ReviewResou
 from tests.dagster.dream_support import seed_demo_store
 from tests.helpers import asset_metadata as metadata
 
-ASSETS = [
-    lint_assets.lint_structure,
-    lint_assets.lint_grounding,
-    lint_assets.lint_semantic,
-    lint_assets.lint_confirm,
-    lint_assets.review_queue,
-    lint_assets.judged_changes_confirmed,
-]
+ASSETS = [lint_assets.lint]  # the four layers, the review queue and the check: one step
 
 
 def _contradicts(request: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +51,37 @@ def _upstream(child: str, parent: str, key: str) -> list[str]:
     return sorted(result.partitions_subset.get_partition_keys())
 
 
-def test_the_snapshot_depends_on_its_previous_day_and_the_windows_on_the_days_they_cover() -> None:
+def test_the_snapshot_depends_on_its_previous_day_and_the_rest_on_their_own_day() -> None:
     keys = DAILY_PARTITIONS.get_partition_keys(current_time=A_YEAR_IN)
     # A day with 180 days of partitions before it, picked among the partitions that exist.
     day, previous = keys[200], keys[199]
     assert _upstream("daily_snapshot", "daily_snapshot", day) == [previous]
     # The first day has no previous partition, and that is allowed.
     assert _upstream("daily_snapshot", "daily_snapshot", keys[0]) == []
+    # A window reads its earlier snapshots from the store; the snapshot's chain orders them.
     for window in (7, 30, 90):
-        keys = _upstream(f"interest_{window}d", "daily_snapshot", day)
-        assert len(keys) == 2 * window and keys[-1] == day, window
+        assert _upstream(f"interest_{window}d", "daily_snapshot", day) == [day], window
     assert _upstream("diary_page", "daily_snapshot", day) == [day]
+    assert _upstream("diary_page", "interest_7d", day) == [day]
+
+
+def test_a_backfill_preview_selects_the_chosen_days_and_nothing_later() -> None:
+    """The UI's backfill preview (and the backfill it launches) targets the days chosen for
+    every daily asset: no window extended to the 2 × window days after them."""
+    from dagster_graphql.implementation.execution.backfill import (
+        create_asset_backfill_data_from_asset_partitions,
+    )
+
+    days = DAILY_PARTITIONS.get_partition_keys()[-60:-50]
+    with dg.instance_for_test() as instance:
+        data = create_asset_backfill_data_from_asset_partitions(
+            _graph(), [dg.AssetKey(n) for n in PARTITIONED], days, instance
+        )
+    targeted = {
+        key.to_user_string(): set(subset.get_partition_keys())
+        for key, subset in data.target_subset.partitions_subsets_by_asset_key.items()
+    }
+    assert targeted == {name: set(days) for name in PARTITIONED}
 
 
 def test_days_run_midnight_to_midnight_in_the_owner_timezone(
@@ -86,12 +107,24 @@ def test_days_run_midnight_to_midnight_in_the_owner_timezone(
     assert ProfileSettings.from_env().start == dt.date(2026, 1, 5)
 
 
+def _per_day(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dict[str, Any]]:
+    """(asset, day) → the metadata of that day's materialization (plain values)."""
+    return {
+        (e.asset_key.to_user_string(), str(e.partition)): {
+            k: v.value
+            for k, v in e.event_specific_data.materialization.metadata.items()  # type: ignore[union-attr]
+        }
+        for e in result.get_asset_materialization_events()
+    }
+
+
 def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path: Path) -> None:
     """In this process, as `memvault backfill` runs a batch: one run, one materialization per
-    day and asset, flat metadata for the UI, and the same range again changes no row."""
+    day and asset, each reporting its own day (not the batch's last), flat metadata for the
+    UI, and the same range again changes no row."""
     from memvault.ingest import ingest_file
     from memvault_demo.generator import DemoConfig, generate, write_jsonl
-    from pipelines.runner import materializations, partition_range_tags, run_job
+    from pipelines.runner import partition_range_tags, run_job
 
     records, truth = generate(DemoConfig(sessions=16, days=10, seed=5, end=dt.datetime(2026, 5, 1)))
     write_jsonl(records, tmp_path / "h.jsonl")
@@ -101,22 +134,32 @@ def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path
     with memvault.open(url) as store:
         ingest_file(store, tmp_path / "h.jsonl")
     first, last = (truth.start.date() + dt.timedelta(days=d) for d in (2, 5))
+    days = [(first + dt.timedelta(days=d)).isoformat() for d in range(4)]
     tags = partition_range_tags(first.isoformat(), last.isoformat())
     with dg.instance_for_test() as instance:
         result = run_job("profile_job", url, instance=instance, tags=tags)
         assert result.success
         events = result.get_asset_materialization_events()
         assert len(events) == 4 * len(PARTITIONED)
-        assert {e.partition for e in events} == {
-            (first + dt.timedelta(days=d)).isoformat() for d in range(4)
-        }
+        assert {e.partition for e in events} == set(days)
         for event in events:
             metadata = event.event_specific_data.materialization.metadata  # type: ignore[union-attr]
             assert not any(isinstance(v, dg.JsonMetadataValue) for v in metadata.values())
+        shown = _per_day(result)
+        for (asset, day), figures in shown.items():
+            assert figures["day"] == day and figures["row"] == "inserted", (asset, day)
+            assert figures["batch"] == f"{days[0]} .. {days[-1]} (4 days)"
+        # Each day its own lists and activity: the days differ, as the stored rows do.
+        with memvault.open(url) as store:
+            stored = dict(store.fetch("SELECT CAST(day AS VARCHAR), activity FROM profile_daily"))
+        for day in days:
+            activity = json.loads(stored[day])
+            assert shown[("daily_snapshot", day)]["sessions"] == activity["sessions"], day
         again = run_job("profile_job", url, instance=instance, tags=tags)
+        with memvault.open(url) as store:
+            runs = {r[0] for r in store.fetch("SELECT kind FROM runs WHERE status = 'succeeded'")}
     assert again.success
-    figures = materializations(again)
-    assert {
-        k: (m["rows_inserted"], m["rows_updated"]) for k, m in figures.items()
-    } == dict.fromkeys(PARTITIONED, (0, 0))
-    assert figures["diary_page"]["llm_calls"] == 0
+    assert {m["row"] for m in _per_day(again).values()} == {"unchanged"}
+    assert {m["llm_calls"] for (a, _), m in _per_day(again).items() if a == "diary_page"} == {0}
+    # `memvault runs` lists the profile's runs (and `undo` takes their ids).
+    assert set(PARTITIONED) <= runs

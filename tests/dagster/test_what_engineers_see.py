@@ -26,7 +26,11 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.collector
     import assets.common
     import assets.dream
-    import assets.dream_checks
+    import assets.dream.checks
+    import assets.dream.graph
+    import assets.dream.jobs
+    import assets.dream.sensor
+    import assets.dream.stages
     import assets.gardener
     import assets.layers
     import assets.lifecycle
@@ -35,14 +39,23 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.read_path
     import pipelines.definitions
 
-    for module in (assets.common, assets.collector, assets.dream, assets.dream_checks):
+    for module in (
+        assets.common,
+        assets.collector,
+        assets.dream.stages,
+        assets.dream.graph,
+        assets.dream.checks,
+        assets.dream.jobs,
+        assets.dream.sensor,
+        assets.dream,
+        assets.gardener,
+        assets.lint,
+        assets.profile,
+        assets.lifecycle,
+        assets.layers,
+        assets.read_path,
+    ):
         importlib.reload(module)
-    importlib.reload(assets.gardener)
-    importlib.reload(assets.lint)
-    importlib.reload(assets.profile)
-    importlib.reload(assets.lifecycle)
-    importlib.reload(assets.layers)
-    importlib.reload(assets.read_path)
     return importlib.reload(pipelines.definitions).defs
 
 
@@ -85,7 +98,7 @@ def test_kinds_follow_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None
     graph = defs.resolve_asset_graph()
     kinds = {k.to_user_string(): graph.get(k).kinds for k in graph.get_all_asset_keys()}
     assert "openai" in kinds["dream_consolidate"] and "openai" in kinds["dream_reflect"]
-    assert "openai" not in kinds["dream_signal"] and "openai" not in kinds["garden_decay"]
+    assert "openai" not in kinds["dream_edges"] and "openai" not in kinds["garden_decay"]
     assert "openai" in kinds["diary_page"] and "openai" not in kinds["daily_snapshot"]
     assert "openai" in kinds["tiering"] and "openai" not in kinds["usage_weights"]
     assert all("postgres" in k and "duckdb" not in k for k in kinds.values())
@@ -138,7 +151,7 @@ def test_recorded_metadata_is_flat_and_readable(
         records = instance.get_event_records(
             dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
         )
-    assert len(records) == 20
+    assert len(records) == 23  # the dream graph is four assets: edges .. discoveries
     numbers = 0
     for record in records:
         metadata = record.asset_materialization.metadata  # type: ignore[union-attr]

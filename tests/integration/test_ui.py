@@ -3,7 +3,8 @@
 The collector and the gardener are launched from the "launchpad" (the
 webserver's GraphQL API, the queued run coordinator, the daemon, a run worker,
 the multiprocess executor); the dream is started by the daemon from
-``dream_gate_sensor`` once the collector has reported enough sessions; the
+``dream_gate_sensor`` once the collector has reported enough sessions, and the
+rest of the night by the daemon's automation sensor, track after track; the
 daily profile is backfilled as the Partitions tab does it (the daemon's
 backfill loop).
 """
@@ -28,7 +29,7 @@ from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.definitions import defs
 from tests.dagster.dream_support import seed_demo_store
-from tests.dagster.run_checks import NIGHT, check_run
+from tests.dagster.run_checks import check_run
 
 pytestmark = pytest.mark.integration
 LOCATION = "pipelines.definitions"
@@ -118,6 +119,39 @@ def ui(tmp_path: Path) -> Iterator[UI]:
         log.close()
 
 
+GARDEN_PHASES = (
+    "survey",
+    "dedup",
+    "decay",
+    "split",
+    "invalidate",
+    "reconnect",
+    "journal",
+    "report",
+)
+#: The tracks the automation sensor starts after the collector and the dream, each whole in
+#: one run (the daemon may put two tracks requested on one tick in one run, e.g. the gardener
+#: and the layers): yesterday's profile, the lint once the gardener finished, tiering and the
+#: knowledge gaps once the dream finished.
+TRACKS = [
+    {f"garden_{p}" for p in GARDEN_PHASES},
+    {"attitude_decay", "skill_levels"},
+    {"daily_snapshot", "interest_7d", "interest_30d", "interest_90d", "diary_page"},
+    {"lint_structure", "lint_grounding", "lint_semantic", "lint_confirm", "review_queue"},
+    {"usage_weights", "tiering"},
+    {"knowledge_gaps"},
+]
+AUTOMATED: set[str] = set().union(*TRACKS)
+
+
+def _automated(instance: dg.DagsterInstance) -> dict[frozenset[str], dg.DagsterRun]:
+    runs = instance.get_runs(
+        dg.RunsFilter(tags={"dagster/sensor_name": "default_automation_condition_sensor"})
+    )
+    return {frozenset(k.to_user_string() for k in r.asset_selection or ()): r for r in runs}
+
+
+@pytest.mark.timeout(2400)
 def test_the_ui_serves_the_asset_graph_runs_a_night_and_backfills_the_profile(
     ui: UI, tmp_path: Path
 ) -> None:
@@ -134,29 +168,49 @@ def test_the_ui_serves_the_asset_graph_runs_a_night_and_backfills_the_profile(
     assert ui.wait(collect) == dg.DagsterRunStatus.SUCCESS
 
     # The daemon's sensor sees 24 collected sessions and no dream yet: it starts dream_job.
-    deadline = time.monotonic() + 180
+    # Its automation sensor starts the rest of the night, each track once the one before it
+    # has run.
+    deadline = time.monotonic() + 1800
     with dg.DagsterInstance.from_config(str(ui.home)) as instance:
         while True:
             dreams = instance.get_runs(dg.RunsFilter(job_name="dream_job"))
-            if dreams or time.monotonic() > deadline:
+            automated = _automated(instance)
+            finished = [r for r in [*dreams, *automated.values()] if r.status in FINISHED]
+            started = [name for assets in automated for name in assets]
+            if dreams and set(started) >= AUTOMATED and len(finished) == 1 + len(automated):
                 break
-            time.sleep(2)
-        assert dreams, "dream_gate_sensor did not start dream_job"
-        dream = dreams[0]
+            assert time.monotonic() < deadline, (sorted(map(sorted, automated)), dreams)
+            time.sleep(5)
+        [dream] = dreams
         assert dream.tags.get("dagster/sensor_name") == "dream_gate_sensor"
-        assert ui.wait(dream.run_id) == dg.DagsterRunStatus.SUCCESS
+        check_run(instance, dream.run_id, "dream_job")
+        # Each asset once, each track whole in one run.
+        assert sorted(started) == sorted(AUTOMATED), sorted(map(sorted, automated))
+        assert all(any(track <= assets for assets in automated) for track in TRACKS), automated
+        for run in automated.values():
+            check_run(instance, run.run_id, None)
+        by_asset = {name: run for assets, run in automated.items() for name in assets}
 
-    launched = {"collect_job": collect, "dream_job": dream.run_id}
-    for job in NIGHT[2:]:  # the rest of the night, from the launchpad
-        launched[job] = ui.launch(job)
-        assert ui.wait(launched[job]) == dg.DagsterRunStatus.SUCCESS, job
-    with dg.DagsterInstance.from_config(str(ui.home)) as instance:
-        for job, run_id in launched.items():
-            check_run(instance, run_id, job)
+        def span(run: dg.DagsterRun) -> tuple[float, float]:
+            record = instance.get_run_record_by_id(run.run_id)
+            assert record is not None and record.start_time and record.end_time
+            return record.start_time, record.end_time
+
+        # The lint started after the gardener had finished, tiering after the dream.
+        assert span(by_asset["lint_structure"])[0] >= span(by_asset["garden_report"])[1]
+        assert span(by_asset["tiering"])[0] >= span(dream)[1]
         report = instance.get_latest_materialization_event(dg.AssetKey("garden_report"))
         assert report is not None
         assert report.asset_materialization.metadata["outcome"].value == "succeeded"  # type: ignore[union-attr]
+
+    prefetch = ui.launch("prefetch_job")  # hourly on its schedule; from the launchpad here
+    assert ui.wait(prefetch) == dg.DagsterRunStatus.SUCCESS
+    with dg.DagsterInstance.from_config(str(ui.home)) as instance:
+        check_run(instance, prefetch, "prefetch_job")
     _backfill_the_profile(ui)
+
+
+FINISHED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
 DAILY = ("daily_snapshot", "interest_7d", "interest_30d", "interest_90d", "diary_page")

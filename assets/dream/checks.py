@@ -15,7 +15,8 @@ import dagster as dg
 import polars as pl
 
 from assets.common import STORE_POOL, md_table
-from assets.dream import dream_consolidate
+from assets.dream.stages import dream_consolidate
+from memvault.dream.orient import last_dream, new_ids_since
 from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lint.findings import open_findings
@@ -50,9 +51,11 @@ CHECKS: dict[str, tuple[bool, str]] = {
         "judge nothing.",
     ),
     "grounding": (
-        False,
+        True,
         "Every active fact conforms to its predicate's definition (subject and object types, "
-        "allowed values); a predicate without a definition is reported, never guessed.",
+        "allowed values); a predicate without a definition is reported, never guessed. A fact "
+        "learned since the last dream that does not conform stops the dream; older ones are "
+        "reported as a warning (the lint's grounding layer proposes what to do with them).",
     ),
     "triples_expectations": (
         False,
@@ -64,14 +67,15 @@ CHECKS: dict[str, tuple[bool, str]] = {
 
 
 def _result(
-    name: str, offending: pl.DataFrame, *, dry_run: bool = False, **metadata: Any
+    name: str, offending: pl.DataFrame, *, warn_only: bool = False, **metadata: Any
 ) -> dg.AssetCheckResult:
-    """Offending rows → a check result. After a dry run the store is as it was before the
-    dream, so a failure there is a warning about the store, not a fault of this run."""
+    """Offending rows → a check result; a failure that is ``warn_only`` does not block (after
+    a dry run the store is as it was before the dream: a warning about it, not this run's
+    fault)."""
     return dg.AssetCheckResult(
         check_name=name,
         passed=offending.is_empty(),
-        severity=dg.AssetCheckSeverity.WARN if dry_run else dg.AssetCheckSeverity.ERROR,
+        severity=dg.AssetCheckSeverity.WARN if warn_only else dg.AssetCheckSeverity.ERROR,
         metadata={
             "violations": offending.height,
             "sample": md_table(offending.head(20).to_dicts()),
@@ -85,21 +89,28 @@ def grounding(store: Store) -> dg.AssetCheckResult:
     ``lint_grounding`` left open (its stable-but-changing predicates, its archive proposals)."""
     offending = grounding_violations(store, Grounding.load())
     by_problem = dict(offending.group_by("problem").len().iter_rows()) if offending.height else {}
+    new = offending.filter(
+        pl.col("triple_id").is_in(list(new_ids_since(store, "triples", last_dream(store)[1])))
+    )
     return _result(
         "grounding",
         offending,
+        # Only a new ungrounded fact blocks the dream: an old one is the lint's to settle.
+        warn_only=new.is_empty(),
+        new_violations=new.height,
+        new_sample=md_table(new.head(20).to_dicts()),
         by_problem=md_table(by_problem, ("problem", "facts")),
         last_lint=md_table(open_findings(store, "L2"), ("rule", "open findings")),
     )
 
 
 def no_data_loss(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
-    return _result("no_data_loss", data_loss_violations(store), dry_run=dry_run)
+    return _result("no_data_loss", data_loss_violations(store), warn_only=dry_run)
 
 
 def bitemporal_consistency(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
     return _result(
-        "bitemporal_consistency", bitemporal_overlaps(store, Grounding.load()), dry_run=dry_run
+        "bitemporal_consistency", bitemporal_overlaps(store, Grounding.load()), warn_only=dry_run
     )
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from assets.dream.jobs import dream_job
 from memvault.dream import evaluate_gate
-from pipelines.jobs import dream_job
 from pipelines.recovery import close_dead_runs
 from resources import DreamResource
 

@@ -1,0 +1,196 @@
+"""The dream's stages around its graph: orient before it; reflect, consolidate, prune after.
+
+Every stage of one dream shares a run id derived from the Dagster run's root,
+so a run re-executed from failure continues the same dream: its audit rows,
+its stage figures and its report stay together, and actions already applied
+are not applied again.
+"""
+
+import time
+
+import dagster as dg
+
+from assets.common import (
+    LLM_RETRY,
+    OWNERS,
+    STORE_POOL,
+    as_metadata,
+    judge_metadata,
+    kinds,
+    md_table,
+    retried_on_llm_trouble,
+    timestamp,
+)
+from memvault.dream import orient
+from memvault.dream.exclusive import DreamInProgress, begin_dream
+from memvault.dream.report import (
+    record_stage,
+)
+from memvault.dream.stages import consolidate, prune_and_report, reflect_stage
+from memvault.judge.store_cache import StoreJudgeCache
+from memvault.store import Store
+from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
+
+DREAM_GROUP = "dream"
+
+
+def dream_run_id(context: dg.AssetExecutionContext, dry_run: bool) -> str:
+    """One id per dream, stable across re-execution from failure (the root run's id)."""
+    root = context.run.root_run_id or context.run.run_id
+    return f"dream-{'dry-' if dry_run else ''}{root[:8]}-{root[9:13]}"
+
+
+def _ensure_run(
+    context: dg.AssetExecutionContext, store: Store, run_id: str, dream: DreamResource
+) -> None:
+    """Begin the dream, or stop with a clear message when another one runs on the store."""
+    try:
+        notes = begin_dream(
+            store,
+            run_id,
+            "dream-dry-run" if dream.dry_run else "dream",
+            {"dry_run": dream.dry_run, "gate_hours": dream.gate_hours},
+        )
+    except DreamInProgress as busy:
+        raise dg.Failure(description=str(busy), allow_retries=False) from None
+    for note in notes:
+        context.log.warning(note)
+
+
+@dg.asset(
+    group_name=DREAM_GROUP,
+    deps=[dg.AssetKey("memory_embeddings")],
+    kinds=kinds(),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    description="What is new since the last successful dream: sessions, memories, entities and "
+    "facts the store learned since then (read from the audit log, so an old history imported "
+    "today counts as new).",
+)
+def dream_orient(
+    context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
+) -> dg.MaterializeResult:
+    run_id = dream_run_id(context, dream.dry_run)
+    with store.open() as opened:
+        _ensure_run(context, opened, run_id, dream)
+        stats = orient(opened)
+        record_stage(opened, run_id, "orient", stats.as_dict())
+    return dg.MaterializeResult(
+        metadata={
+            "dream_run_id": run_id,
+            "dry_run": dream.dry_run,
+            "last_dream_at": timestamp(stats.last_dream_at),
+            **{f"new_{table}": n for table, n in stats.new.items()},
+            "active_triples": stats.active_triples,
+            "open_reviews": stats.open_reviews,
+            "store_rows": md_table(stats.totals, ("table", "rows")),
+        }
+    )
+
+
+@dg.asset(
+    group_name=DREAM_GROUP,
+    deps=[dg.AssetKey("dream_discoveries")],
+    kinds=kinds(llm=True),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    retry_policy=LLM_RETRY,
+    description="Insights and knowledge gaps, read off a statistics snapshot of the store (never "
+    "the raw memories) and a few memory blocks about the central entities. Without an LLM, an "
+    "honest statistical reflection labelled as such. An LLM's insight is stored (as a block of "
+    "kind insight) only when it cites source blocks it was given that support every name, "
+    "number and date in it and it holds no instruction-like text; the others are refused and "
+    "counted. An insight already written is not written again.",
+)
+def dream_reflect(
+    context: dg.AssetExecutionContext,
+    store: StoreResource,
+    llm: JudgeResource,
+    dream: DreamResource,
+) -> dg.MaterializeResult:
+    run_id = dream_run_id(context, dream.dry_run)
+    started = time.monotonic()
+    with retried_on_llm_trouble(), store.open() as opened:
+        opened.heartbeat(run_id)
+        judge = llm.build(cache=StoreJudgeCache(opened))
+        found = reflect_stage(
+            opened,
+            judge,
+            run_id,
+            max_insights=dream.config().max_insights,
+            dry_run=dream.dry_run,
+            log=context.log.info,
+            warn=context.log.warning,
+        )
+    seconds = {"duration_s": round(time.monotonic() - started, 3)}
+    return dg.MaterializeResult(
+        metadata=as_metadata(found.metadata() | judge_metadata(judge) | seconds)
+    )
+
+
+@dg.asset(
+    group_name=DREAM_GROUP,
+    deps=[dream_reflect],
+    kinds=kinds("polars", llm=True),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    retry_policy=LLM_RETRY,
+    description="Content normalization first (broken encodings repaired, whitespace collapsed, "
+    "over-long memories split into parts; the original text stays in the audit log), then "
+    "temporal conflict resolution in audited batches: rules settle the clear cases "
+    "(restatements merged, one value at a time ordered by when it became true), the judge only "
+    "the ambiguous ones, and an unsure verdict goes to the review queue instead of the store.",
+)
+def dream_consolidate(
+    context: dg.AssetExecutionContext,
+    store: StoreResource,
+    llm: JudgeResource,
+    dream: DreamResource,
+    review: ReviewResource,
+) -> dg.MaterializeResult:
+    run_id = dream_run_id(context, dream.dry_run)
+    started = time.monotonic()
+    with retried_on_llm_trouble(), store.open() as opened:
+        opened.heartbeat(run_id)
+        judge = llm.build(cache=StoreJudgeCache(opened))
+        result = consolidate(
+            opened,
+            judge,
+            run_id,
+            config=dream.conflict_config(),
+            policy=review.policy(),
+            dry_run=dream.dry_run,
+            log=context.log.info,
+            warn=context.log.warning,
+        )
+    seconds = {"duration_s": round(time.monotonic() - started, 3)}
+    return dg.MaterializeResult(
+        metadata=as_metadata(result.metadata() | judge_metadata(judge) | seconds)
+    )
+
+
+@dg.asset(
+    group_name=DREAM_GROUP,
+    deps=[dream_consolidate],
+    kinds=kinds(),
+    owners=OWNERS,
+    pool=STORE_POOL,
+    description="Revives archived entities that are referred to again, archives orphan entities "
+    "(never deletes them), writes the dream report and marks the dream done; the dream sensor "
+    "reads its time from here.",
+)
+def dream_prune(
+    context: dg.AssetExecutionContext,
+    store: StoreResource,
+    llm: JudgeResource,
+    dream: DreamResource,
+) -> dg.MaterializeResult:
+    run_id = dream_run_id(context, dream.dry_run)
+    with store.open() as opened:
+        opened.heartbeat(run_id)
+        end = prune_and_report(
+            opened, run_id, dream.config(), judge_kind=llm.build().kind, dry_run=dream.dry_run
+        )
+    context.log.info(end.report.render())
+    report = {"report": dg.MetadataValue.md(end.report.render())}
+    return dg.MaterializeResult(metadata=as_metadata(end.metadata()) | report)
