@@ -7,6 +7,8 @@ are not applied again.
 """
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import dagster as dg
 
@@ -27,6 +29,7 @@ from memvault.dream.report import (
     record_stage,
 )
 from memvault.dream.stages import consolidate, prune_and_report, reflect_stage
+from memvault.judge import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.store import Store
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
@@ -55,6 +58,27 @@ def _ensure_run(
         raise dg.Failure(description=str(busy), allow_retries=False) from None
     for note in notes:
         context.log.warning(note)
+
+
+def _judged_stage(
+    context: dg.AssetExecutionContext,
+    store: StoreResource,
+    llm: JudgeResource,
+    dream: DreamResource,
+    stage: Callable[[Store, Judge, str], Any],
+) -> dg.MaterializeResult:
+    """Run a stage that may ask the judge: on the dream's run, with the store's reply cache,
+    retried on LLM trouble; its result's figures, the judge's and the time taken."""
+    run_id = dream_run_id(context, dream.dry_run)
+    started = time.monotonic()
+    with retried_on_llm_trouble(), store.open() as opened:
+        opened.heartbeat(run_id)
+        judge = llm.build(cache=StoreJudgeCache(opened))
+        result = stage(opened, judge, run_id)
+    seconds = {"duration_s": round(time.monotonic() - started, 3)}
+    return dg.MaterializeResult(
+        metadata=as_metadata(result.metadata() | judge_metadata(judge) | seconds)
+    )
 
 
 @dg.asset(
@@ -108,12 +132,8 @@ def dream_reflect(
     llm: JudgeResource,
     dream: DreamResource,
 ) -> dg.MaterializeResult:
-    run_id = dream_run_id(context, dream.dry_run)
-    started = time.monotonic()
-    with retried_on_llm_trouble(), store.open() as opened:
-        opened.heartbeat(run_id)
-        judge = llm.build(cache=StoreJudgeCache(opened))
-        found = reflect_stage(
+    def stage(opened: Store, judge: Judge, run_id: str) -> Any:
+        return reflect_stage(
             opened,
             judge,
             run_id,
@@ -122,10 +142,8 @@ def dream_reflect(
             log=context.log.info,
             warn=context.log.warning,
         )
-    seconds = {"duration_s": round(time.monotonic() - started, 3)}
-    return dg.MaterializeResult(
-        metadata=as_metadata(found.metadata() | judge_metadata(judge) | seconds)
-    )
+
+    return _judged_stage(context, store, llm, dream, stage)
 
 
 @dg.asset(
@@ -148,12 +166,8 @@ def dream_consolidate(
     dream: DreamResource,
     review: ReviewResource,
 ) -> dg.MaterializeResult:
-    run_id = dream_run_id(context, dream.dry_run)
-    started = time.monotonic()
-    with retried_on_llm_trouble(), store.open() as opened:
-        opened.heartbeat(run_id)
-        judge = llm.build(cache=StoreJudgeCache(opened))
-        result = consolidate(
+    def stage(opened: Store, judge: Judge, run_id: str) -> Any:
+        return consolidate(
             opened,
             judge,
             run_id,
@@ -163,10 +177,8 @@ def dream_consolidate(
             log=context.log.info,
             warn=context.log.warning,
         )
-    seconds = {"duration_s": round(time.monotonic() - started, 3)}
-    return dg.MaterializeResult(
-        metadata=as_metadata(result.metadata() | judge_metadata(judge) | seconds)
-    )
+
+    return _judged_stage(context, store, llm, dream, stage)
 
 
 @dg.asset(
