@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,19 @@ from memvault.store import Store
 PG_URL = os.environ.get("MEMVAULT_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 FIXTURES = Path(__file__).parent / "fixtures"
+
+#: Internal clause ids (D1, T3, GD5, GD-S3, design.md §…) mean nothing to a reader.
+CLAUSE = re.compile(r"\b(?:[DTLEASRPGBO]\d|GD\d|GD-S\d|SPEC)\b|§")
+#: Skill levels are a product word the owner sees ("can teach (L3)"); lint layers are not.
+_SKILL_LEVEL = re.compile(
+    r"\b(?:heard of|have done|can teach)\W{0,3}L[1-3]\b|\bL[1-3]\W{0,3}(?:heard of|have done|can teach)"
+)
+
+
+def internal_codes(text: str) -> list[str]:
+    """The internal clause ids in text a user reads (skill levels named with their words are
+    allowed)."""
+    return [m.group(0) for m in CLAUSE.finditer(_SKILL_LEVEL.sub("", text))]
 
 
 def require_service(available: bool, what: str) -> None:

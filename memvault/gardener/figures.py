@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from memvault.gardener.state import phase_label
+
 if TYPE_CHECKING:
     from memvault.gardener.run import Gardener
 
@@ -36,7 +38,7 @@ def run_figures(gardener: Gardener) -> dict[str, Any]:
         "llm_tokens": int(state.judge.get("prompt_tokens", 0))
         + int(state.judge.get("completion_tokens", 0)),
         "llm_cache_hits": int(state.judge.get("cache_hits", 0)),
-        "skipped": [{"phase": p, "why": w} for p, w in state.skipped],
+        "skipped": [{"phase": phase_label(p), "why": w} for p, w in state.skipped],
         "error_detail": [{"error": e} for e in state.errors],
     }
 

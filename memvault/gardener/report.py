@@ -1,4 +1,4 @@
-"""GD7: the gardening report, rendered in exactly its fixed format, and parsed back.
+"""The gardening report, rendered in exactly its fixed format, and parsed back.
 
 ::
 
@@ -120,7 +120,7 @@ def _stats(before: Mapping[str, int], after: Mapping[str, int]) -> str:
 
 
 class ReportFormatError(ValueError):
-    """The text is not a gardening report in the GD7 format."""
+    """The text is not a gardening report in its fixed format."""
 
 
 def _expect(lines: list[str], n: int, prefix: str) -> str:

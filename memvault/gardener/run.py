@@ -26,7 +26,7 @@ from memvault.gardener.ledger import Ledger
 from memvault.gardener.outcome import Outcome
 from memvault.gardener.phases import APPROVED_ONLY, PHASE_FUNCTIONS, PhaseContext
 from memvault.gardener.report import GardenReport, OpLine, StoreLine, parse_report
-from memvault.gardener.state import PHASE_LABELS, PHASES, GardenConfig, RunState, StoreRun
+from memvault.gardener.state import PHASES, GardenConfig, RunState, StoreRun, phase_label
 from memvault.judge import Judge
 from memvault.normalize import utcnow
 from memvault.testing_hooks import pause_point
@@ -247,8 +247,9 @@ class Gardener:
                     dict(stop.get("cursor") or {}),
                     None,
                 )
-                prefix = f"{PHASE_LABELS[phase]} on {store.name}:"
-                self.state.errors = [e for e in self.state.errors if not e.startswith(prefix)]
+                self.state.errors = [
+                    e for e in self.state.errors if not _error_of(e, phase, store.name)
+                ]
             if phase in srun.done or srun.stop is not None:
                 continue
             owner_note = getattr(store, "delegated", {}).get(phase)
@@ -296,7 +297,7 @@ class Gardener:
             except Exception as exc:
                 srun.stop = {"phase": phase, "cursor": dict(srun.cursor), "reason": f"error: {exc}"}
                 failures.append(
-                    f"{PHASE_LABELS[phase]} on {store.name}: {type(exc).__name__}: {exc}"
+                    f"{phase_label(phase)} on {store.name}: {type(exc).__name__}: {exc}"
                 )
                 self.state.errors.append(failures[-1])
                 self.state.notes.append(traceback.format_exc(limit=5))
@@ -350,7 +351,7 @@ class Gardener:
             actions=dict(self.state.actions),
             ops=[OpLine(**op) for op in self.state.ops],
             deferred=list(self.state.deferred),
-            skipped=[(p, w) for p, w in self.state.skipped],
+            skipped=[(phase_label(p), w) for p, w in self.state.skipped],
             mutations_used=self.budget.mutations,
             mutations_max=self.budget.max_mutations,
         )
@@ -399,7 +400,7 @@ class Gardener:
             self.state.report_id = change.target_id
             self.state.report_read_back = back is not None and back.content == text
             if back is not None and self.state.report_read_back:
-                parse_report(back.content)  # what was stored is a report in the GD7 format
+                parse_report(back.content)  # what was stored is a report in its fixed format
         except Exception as exc:
             self.state.report_read_back = False
             self.state.errors.append(f"report save failed: {type(exc).__name__}: {exc}")
@@ -458,3 +459,9 @@ def run_garden(
     gardener = Gardener.start(ledger, stores, judge, config, run_id=run_id)
     gardener.run_all()
     return gardener.finish()
+
+
+def _error_of(error: str, phase: str, store: str) -> bool:
+    """Whether a recorded error line is this phase's on this store (older runs wrote "GD1 dedup")."""
+    head, sep, _ = error.partition(f" on {store}:")
+    return bool(sep) and phase_label(head) == phase_label(phase)

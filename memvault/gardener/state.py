@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,18 +12,27 @@ from memvault.gardener.budget import DEFAULT_MAX_JUDGMENTS, DEFAULT_MAX_MUTATION
 Mode = Literal["tend-and-propose", "autonomous"]
 MODES: tuple[str, ...] = ("tend-and-propose", "autonomous")
 
-#: GD1–GD6 in ceremony order (GD0 survey and GD7 report bracket them).
+#: The tending phases in ceremony order (the survey and the report bracket them).
 PHASES: tuple[str, ...] = ("dedup", "decay", "split", "invalidate", "reconnect", "journal")
+#: What a reader sees for a phase: the report, skip lines, errors and asset metadata.
 PHASE_LABELS: dict[str, str] = {
-    "survey": "GD0 survey",
-    "dedup": "GD1 dedup",
-    "decay": "GD2 decay",
-    "split": "GD3 split",
-    "invalidate": "GD4 invalidate",
-    "reconnect": "GD5 reconnect",
-    "journal": "GD6 journal",
-    "report": "GD7 report",
+    "survey": "survey the store",
+    "dedup": "merge duplicates",
+    "decay": "decay unused memories",
+    "split": "split bloated memories",
+    "invalidate": "invalidate stale facts",
+    "reconnect": "reconnect orphans",
+    "journal": "write the journal",
+    "report": "write the report",
 }
+_CODED_LABEL = re.compile(r"GD\d (\w+)")
+
+
+def phase_label(phase: str) -> str:
+    """The plain name of a phase, also for a skip recorded by an older run ("GD5 reconnect")."""
+    if m := _CODED_LABEL.fullmatch(phase):
+        phase = m[1]
+    return PHASE_LABELS.get(phase, phase)
 
 
 def grounded_predicates() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -162,7 +172,7 @@ class RunState:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def skip(self, phase: str, why: str) -> None:
-        entry = [PHASE_LABELS.get(phase, phase), why]
+        entry = [phase_label(phase), why]
         if entry not in self.skipped:
             self.skipped.append(entry)
 

@@ -171,7 +171,7 @@ def test_autonomous_archives_and_invalidates_never_deletes(seeded: Store) -> Non
         "SELECT 1 FROM audit_log WHERE run_id = :r AND target_table = 'triples'",
         {"r": result.run_id},
     )
-    assert any(p == "GD4 invalidate" and "the dream" in why for p, why in report.skipped)
+    assert any(p == "invalidate stale facts" and "the dream" in why for p, why in report.skipped)
     # The split parents keep every sentence: in the audit before-image and in their children.
     trims = seeded.fetch_df(
         "SELECT target_id, before_image, after_image FROM audit_log "

@@ -72,11 +72,11 @@ def test_a_poor_store_is_tended_as_far_as_it_can(duck_store: Store) -> None:
     assert result.succeeded, result.outcome.summary
     report = parse_report(result.report)
     skipped = dict(report.skipped)
-    assert "no duplicate_check capability" in skipped["GD1 dedup"]
-    assert "mutate" in skipped["GD2 decay"]
-    assert "mutate" in skipped["GD3 split"]
-    assert "kg_search" in skipped["GD4 invalidate"]
-    assert "structure" in skipped["GD5 reconnect"]
+    assert "no duplicate_check capability" in skipped["merge duplicates"]
+    assert "mutate" in skipped["decay unused memories"]
+    assert "mutate" in skipped["split bloated memories"]
+    assert "kg_search" in skipped["invalidate stale facts"]
+    assert "structure" in skipped["reconnect orphans"]
     assert any("no backup capability" in why for why in skipped.values())
     assert report.stores[0].stats_before == {"notes": 5}
     assert report.stores[0].stats_after == {"notes": 6}

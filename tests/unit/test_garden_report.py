@@ -30,7 +30,7 @@ SAMPLE = GardenReport(
         OpLine("EXECUTED", "INVALIDATE", "tri_1", "tri_2", "Ada works_at Acme"),
     ],
     deferred=["blk_4 ↔ blk_5 (similarity 0.93) — kept both: other project"],
-    skipped=[("GD5 reconnect", "no structure capability")],
+    skipped=[("reconnect orphans", "no structure capability")],
     mutations_used=7,
     mutations_max=25,
 )  # fmt: skip
@@ -53,7 +53,7 @@ def test_render_is_the_spec_format() -> None:
     ].startswith("  - PROPOSED ARCHIVE blk_2")
     assert lines[6] == '  - EXECUTED MERGE blk_1 ← blk_9 — "Ada likes tea and coffee"'
     assert lines[8] == "Deferred (uncertain):"
-    assert lines[10] == "Skipped: GD5 reconnect — no structure capability"
+    assert lines[10] == "Skipped: reconnect orphans — no structure capability"
     assert lines[11] == (
         "Budget: 7/25 mutations · resume point: memvault:duckdb:///m.duckdb / dedup after blk_3"
     )
@@ -77,7 +77,7 @@ def test_parse_inverts_render() -> None:
         ("EXECUTED", "MERGE", "blk_1", "blk_9"),
         ("EXECUTED", "INVALIDATE", "tri_1", "tri_2"),
     ]
-    assert parsed.skipped == [("GD5 reconnect", "no structure capability")]
+    assert parsed.skipped == [("reconnect orphans", "no structure capability")]
     assert parsed.mutations_used == 7
 
 
@@ -127,3 +127,15 @@ def test_outcome_line_is_the_last_line_and_single() -> None:
         parse_outcome_line(f"{line}\nmore text")
     with pytest.raises(ValueError):
         parse_outcome_line(f"{line}\n{line}")
+
+
+def test_phases_are_named_in_plain_words_even_from_older_runs() -> None:
+    """A skip is shown as "reconnect orphans", also when an older run stored "GD5 reconnect"."""
+    from memvault.gardener.state import PHASE_LABELS, RunState, phase_label
+
+    state = RunState("r", "tend-and-propose", "t", {}, {})
+    state.skip("reconnect", "no structure capability")
+    state.skipped.append(["GD1 dedup", "no duplicate_check capability"])  # a stored older state
+    assert state.skipped[0] == ["reconnect orphans", "no structure capability"]
+    assert [phase_label(p) for p, _ in state.skipped] == ["reconnect orphans", "merge duplicates"]
+    assert all(not any(c.isdigit() for c in label) for label in PHASE_LABELS.values())
