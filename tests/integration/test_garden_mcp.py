@@ -375,7 +375,10 @@ def test_tend_and_propose_only_adds_and_reports_what_it_skipped(
     )
     skipped = dict(report.skipped)
     assert "archive" in skipped["merge duplicates"]
-    assert "mutate" in skipped["decay unused memories"] and "mutate" in skipped["split bloated memories"]
+    assert (
+        "mutate" in skipped["decay unused memories"]
+        and "mutate" in skipped["split bloated memories"]
+    )
     assert "kg_invalidate" in skipped["invalidate stale facts"]
     # nothing executed but one unambiguous reconnect; the duplicates are proposed
     assert report.actions == dict(merges=0, decays=0, splits=0, invalidations=0, reconnects=1)
