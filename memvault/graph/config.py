@@ -164,7 +164,7 @@ class GraphConfig(BaseModel):
         description=(
             "Shared blocks at which co_occurrence reaches 1: log1p(n)/log1p(this), capped. A fixed "
             "scale (not the store's busiest pair) keeps each edge's value its own, so one new "
-            "mention of a hub does not rescale every edge (E5)."
+            "mention of a hub does not rescale every edge in an incremental run."
         ),
     )
     adamic_adar_half: float = Field(
@@ -202,7 +202,7 @@ class GraphConfig(BaseModel):
         ge=0,
         le=0.5,
         description=(
-            "E5: relative growth of a hub (its session count, the inverse log of its degree) an "
+            "Relative growth of a hub (its session count, the inverse log of its degree) an "
             "incremental run may leave unapplied on the hub's untouched edges; past it the hub's "
             "edges are recomputed. 0 makes incremental runs exact."
         ),

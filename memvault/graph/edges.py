@@ -352,7 +352,7 @@ def _write_edges(
     cursor: dict[str, Any],
 ) -> None:
     """Inserts, updates, archives and the next cursor: one audited transaction."""
-    reason = f"E2 composite, settings {config.edge_fingerprint()}"
+    reason = f"composite weight, settings {config.edge_fingerprint()}"
     with store.mutation(run_id, PHASE) as m:
         if inserts.height:
             m.insert("edges", inserts, action="edge-insert", reason=reason)
