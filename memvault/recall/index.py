@@ -478,7 +478,10 @@ class SearchIndex:
                 scores.append(np.where(np.isfinite(found), found, 0.0))
             near_rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
             if near_rows:
-                near = np.unique(np.concatenate(near_rows)) + offset
+                mentioned = np.zeros(seg.size, dtype=bool)
+                for rows_of_entity in near_rows:
+                    mentioned[rows_of_entity] = True
+                near = np.flatnonzero(mentioned) + offset  # each row once, in order
                 near = near[np.isfinite(total[near])]
                 near = near[np.argsort(-total[near], kind="stable")[:top]]
                 ids += [seg.ids[i - offset] for i in near.tolist()]
