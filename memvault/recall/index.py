@@ -117,6 +117,13 @@ class Segment:
             self._rows = {b: i for i, b in enumerate(self.ids)}
         return self._rows.get(block_id)
 
+    def rows_of(self, block_ids: Sequence[str]) -> np.ndarray:
+        """The rows of ``block_ids`` (-1 for an id not in the segment), in one pass."""
+        if self._rows is None:
+            self._rows = {b: i for i, b in enumerate(self.ids)}
+        get = self._rows.get
+        return np.fromiter((get(b, -1) for b in block_ids), dtype=np.int64, count=len(block_ids))
+
 
 @dataclass
 class Marks:
@@ -457,21 +464,35 @@ class SearchIndex:
         """The live blocks of ``include`` (scored 0 when nothing else speaks for them) and the
         best ``top`` blocks with evidence that mention an entity of ``include_mentioning``,
         best first. ``total`` holds the scores of ``segs`` end to end."""
-        extra: list[tuple[str, float]] = []
+        wanted = list(include)
+        ids: list[str] = []
+        scores: list[np.ndarray] = []
         offset = 0
         for seg in segs:
-            for bid in include:
-                if (row := seg.row_of(bid)) is not None and live[offset + row]:
-                    score = float(total[offset + row])
-                    extra.append((bid, score if np.isfinite(score) else 0.0))
-            rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
-            if rows:
-                near = np.unique(np.concatenate(rows)) + offset
+            if wanted:
+                rows = seg.rows_of(wanted) + offset
+                hit = rows >= offset
+                hit[hit] = live[rows[hit]]
+                found = total[rows[hit]]
+                ids += [b for b, h in zip(wanted, hit.tolist(), strict=True) if h]
+                scores.append(np.where(np.isfinite(found), found, 0.0))
+            near_rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
+            if near_rows:
+                mentioned = np.zeros(seg.size, dtype=bool)
+                for rows_of_entity in near_rows:
+                    mentioned[rows_of_entity] = True
+                near = np.flatnonzero(mentioned) + offset  # each row once, in order
                 near = near[np.isfinite(total[near])]
                 near = near[np.argsort(-total[near], kind="stable")[:top]]
-                extra += [(seg.ids[i - offset], float(total[i])) for i in near]
+                ids += [seg.ids[i - offset] for i in near.tolist()]
+                scores.append(total[near])
             offset += seg.size
-        return sorted(extra, key=lambda e: (-e[1], e[0]))
+        if not ids:
+            return []
+        score = np.concatenate(scores).astype(np.float64)
+        # best first, ties by id (the order of ``sorted`` by (-score, id))
+        order = np.lexsort((np.asarray(ids, dtype=str), -score))
+        return [(ids[i], s) for i, s in zip(order.tolist(), score[order].tolist(), strict=True)]
 
     def _speakers(
         self, segs: list[Segment], query: str, entity_ids: list[str]

@@ -58,7 +58,7 @@ BLOCKS_SQL = """
 SELECT b.id, b.text, b.tier, b.digest_kind, b.kind, b.tags, b.session_id, b.created_at,
        b.feedback_score, (b.digest_kind IS NOT NULL AND o.id IS NOT NULL) AS original_archived
 FROM blocks b LEFT JOIN block_originals o ON o.id = b.id
-WHERE b.id = ANY(:ids) AND b.status = 'active'
+WHERE {among} AND b.status = 'active'
 """
 
 FACTS_SQL = """
@@ -95,11 +95,27 @@ def signature_of(intent: str | None, entity_ids: list[str]) -> str:
     return f"{intent or '-'}|{','.join(sorted(entity_ids))}"
 
 
+#: Past this many values, :func:`in_list` binds one list (``= ANY``) instead.
+MAX_IN_LIST = 1000
+
+
+def in_list(column: str, name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``column IN (:name0, :name1, ...)`` with its parameters: for the few dozen blocks a
+    recall reads, DuckDB answers it two to three times faster than ``column = ANY(:name)``
+    (same rows on every backend); a long list is bound as one value."""
+    if len(values) > MAX_IN_LIST:
+        return f"{column} = ANY(:{name})", {name: list(values)}
+    params = {f"{name}{k}": v for k, v in enumerate(values)}
+    return f"{column} IN ({', '.join(':' + p for p in params)})", params
+
+
 def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
     """The current rows of the active blocks among ``ids``."""
     if not ids:
         return {}
-    return {r["id"]: r for r in store.fetch_df(BLOCKS_SQL, {"ids": ids}).iter_rows(named=True)}
+    among, params = in_list("b.id", "id", ids)
+    rows = store.fetch_df(BLOCKS_SQL.format(among=among), params)
+    return {r["id"]: r for r in rows.iter_rows(named=True)}
 
 
 class Recaller:
@@ -275,14 +291,21 @@ class Recaller:
                 "WHERE (feedback_score <> 0 OR kind = 'insight') AND status = 'active'"
             )
         }
-        scored = []
-        for bid, score in sources:
-            kind, feedback = marked.get(bid, (None, 0))
-            if kind != "insight":  # an insight is read in full: its score is capped
-                total = score + FEEDBACK_WEIGHT * clip_feedback(feedback) + CURRENT_FACT_WEIGHT
-                scored.append((-round(total, 6), bid))
-        scored.sort()
-        hidden = {bid: -neg for neg, bid in scored[keep:]}
+        ids = [b for b, _ in sources]
+        feedback = np.zeros(len(ids), dtype=np.float64)
+        memory = np.ones(len(ids), dtype=bool)  # an insight is read in full: its score is capped
+        for at, bid in enumerate(ids):
+            if (mark := marked.get(bid)) is not None:
+                memory[at] = mark[0] != "insight"
+                feedback[at] = clip_feedback(mark[1])
+        total = np.asarray([s for _, s in sources], dtype=np.float64)
+        total = total + FEEDBACK_WEIGHT * feedback + CURRENT_FACT_WEIGHT
+        rows = np.flatnonzero(memory)
+        rounded = np.asarray([round(t, 6) for t in total[rows].tolist()], dtype=np.float64)
+        # best first, ties by id (as sorting (-score, id) pairs would order them)
+        order = rows[np.lexsort((np.asarray(ids, dtype=str)[rows], -rounded))]
+        score_of = dict(zip(rows.tolist(), rounded.tolist(), strict=True))
+        hidden = {ids[at]: score_of[at] for at in order[keep:].tolist()}
         return [(b, s) for b, s in candidates if b not in hidden], hidden
 
     def prefetched(
