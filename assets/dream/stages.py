@@ -29,7 +29,6 @@ from memvault.dream.report import (
     record_stage,
 )
 from memvault.dream.stages import consolidate, prune_and_report, reflect_stage
-from memvault.judge import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.store import Store
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
@@ -65,16 +64,26 @@ def _judged_stage(
     store: StoreResource,
     llm: JudgeResource,
     dream: DreamResource,
-    stage: Callable[[Store, Judge, str], Any],
+    stage: Callable[..., Any],
+    **options: Any,
 ) -> dg.MaterializeResult:
-    """Run a stage that may ask the judge: on the dream's run, with the store's reply cache,
-    retried on LLM trouble; its result's figures, the judge's and the time taken."""
+    """Run a stage that may ask the judge (``stage(store, judge, run_id, dry_run=, log=, warn=,
+    **options)``): on the dream's run, with the store's reply cache, retried on LLM trouble;
+    its result's figures, the judge's and the time taken."""
     run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
     with retried_on_llm_trouble(), store.open() as opened:
         opened.heartbeat(run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
-        result = stage(opened, judge, run_id)
+        result = stage(
+            opened,
+            judge,
+            run_id,
+            dry_run=dream.dry_run,
+            log=context.log.info,
+            warn=context.log.warning,
+            **options,
+        )
     seconds = {"duration_s": round(time.monotonic() - started, 3)}
     return dg.MaterializeResult(
         metadata=as_metadata(result.metadata() | judge_metadata(judge) | seconds)
@@ -132,18 +141,9 @@ def dream_reflect(
     llm: JudgeResource,
     dream: DreamResource,
 ) -> dg.MaterializeResult:
-    def stage(opened: Store, judge: Judge, run_id: str) -> Any:
-        return reflect_stage(
-            opened,
-            judge,
-            run_id,
-            max_insights=dream.config().max_insights,
-            dry_run=dream.dry_run,
-            log=context.log.info,
-            warn=context.log.warning,
-        )
-
-    return _judged_stage(context, store, llm, dream, stage)
+    return _judged_stage(
+        context, store, llm, dream, reflect_stage, max_insights=dream.config().max_insights
+    )
 
 
 @dg.asset(
@@ -166,19 +166,15 @@ def dream_consolidate(
     dream: DreamResource,
     review: ReviewResource,
 ) -> dg.MaterializeResult:
-    def stage(opened: Store, judge: Judge, run_id: str) -> Any:
-        return consolidate(
-            opened,
-            judge,
-            run_id,
-            config=dream.conflict_config(),
-            policy=review.policy(),
-            dry_run=dream.dry_run,
-            log=context.log.info,
-            warn=context.log.warning,
-        )
-
-    return _judged_stage(context, store, llm, dream, stage)
+    return _judged_stage(
+        context,
+        store,
+        llm,
+        dream,
+        consolidate,
+        config=dream.conflict_config(),
+        policy=review.policy(),
+    )
 
 
 @dg.asset(
