@@ -1,1 +1,1 @@
-"""The Dagster code location (definitions, jobs, schedules) and the `memvault` command."""
+"""The Dagster code location (definitions, jobs, schedules) and the `memvault` command (`pipelines.cli`)."""

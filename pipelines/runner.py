@@ -168,8 +168,15 @@ def materializations(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, A
     out: dict[str, dict[str, Any]] = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        out[mat.asset_key.to_user_string()] = {k: v.value for k, v in mat.metadata.items()}
+        out[mat.asset_key.to_user_string()] = {k: _plain(v) for k, v in mat.metadata.items()}
     return out
+
+
+def _plain(value: dg.MetadataValue) -> Any:
+    """A metadata value as the shell shows it: a timestamp as an ISO time (UTC), not seconds."""
+    if isinstance(value, dg.TimestampMetadataValue):
+        return dt.datetime.fromtimestamp(value.value, tz=dt.UTC).isoformat(timespec="seconds")
+    return value.value
 
 
 def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:

@@ -9,9 +9,9 @@ import dagster as dg
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from pipelines.cli.app import app
+from pipelines.cli.demo import NIGHT
 from pipelines.definitions import defs
-from pipelines.demo import NIGHT
 from tests.helpers import FIXTURES, clear_cli_environment
 
 SMALL = FIXTURES / "small_history.jsonl"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memvault
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.dagster.dream_support import seed_demo_store
 from tests.helpers import FIXTURES, clear_cli_environment
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import memvault
 from memvault.gardener.outcome import PREFIX, parse_outcome_line
 from memvault.gardener.report import parse_report
-from pipelines.cli_garden import garden_app
+from pipelines.cli.garden import garden_app
 from tests.garden_support import demo_file, seed
 
 runner = CliRunner()
@@ -86,3 +86,19 @@ def test_the_report_on_the_command_line_names_phases_in_plain_words(url: str) ->
     assert result.exit_code == 0, result.output
     parse_report(result.stdout.rsplit(PREFIX, 1)[0])
     assert not internal_codes(result.stdout), internal_codes(result.stdout)
+
+
+def test_a_run_asked_for_on_a_quiet_store_gardens_and_says_it_was_quiet(url: str) -> None:
+    big = ["--max-mutations", "1000", "--max-judgments", "1000"]
+    for _ in range(4):  # a run capped with work left is due again the next night
+        done = runner.invoke(_app(), ["garden", "--store", url, *big])
+        assert done.exit_code == 0, done.output
+        assert "the store is quiet" not in done.stderr
+        if "resume point: clean" in done.stdout:
+            break
+    else:
+        pytest.fail("the gardener never finished its work on the store")
+    again = runner.invoke(_app(), ["garden", "--store", url, *big])
+    assert again.exit_code == 0, again.output
+    assert parse_report(again.stdout).mode == "tend-and-propose"  # it ran: asked by hand
+    assert "the store is quiet" in again.stderr, again.stderr

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import memvault
 from memvault.normalize import utcnow
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.helpers import clear_cli_environment
 from tests.lifecycle_support import add_blocks, add_recalls
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import memvault
 from memvault.ingest import ingest_file
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.helpers import clear_cli_environment
 
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memvault
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.helpers import clear_cli_environment
 from tests.recall_support import fill
 

@@ -17,7 +17,7 @@ import memvault
 from memvault.errors import IngestError, QueryError
 from memvault.ingest import ingest_file
 from memvault.recall import MAX_QUERY_CHARS
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.helpers import FIXTURES, clear_cli_environment, table_dump
 
 SMALL = FIXTURES / "small_history.jsonl"

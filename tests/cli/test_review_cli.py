@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import memvault
 from memvault.review import list_items
-from pipelines import cli_common
-from pipelines.cli import app
+from pipelines.cli import common
+from pipelines.cli.app import app
 from tests.helpers import clear_cli_environment
 from tests.review_support import DOUBT_TEXT, LONG_ID, SCRIPT, Kinds, every_kind
 
@@ -34,7 +34,7 @@ def test_list_never_cuts_an_id_on_a_narrow_terminal(
     kinds: tuple[str, Kinds], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, made = kinds
-    monkeypatch.setattr(cli_common, "out", Console(width=60))
+    monkeypatch.setattr(common, "out", Console(width=60))
     shown = _cli("review", "list", "--store", url)
     with memvault.open(url) as store:
         ids = [i.id for i in list_items(store)]

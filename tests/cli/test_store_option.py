@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 import memvault
 from memvault.errors import MemvaultError
 from memvault.store import Store
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.helpers import FIXTURES, clear_cli_environment
 
 SMALL = FIXTURES / "small_history.jsonl"
@@ -138,8 +138,8 @@ def opened_urls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str | None]]:
         seen.append(url)
         return original(cls, url, **options)
 
-    import pipelines.cli
-    import pipelines.demo
+    import pipelines.cli.app
+    import pipelines.cli.demo
     import pipelines.runner
 
     real_run_job = pipelines.runner.run_job
@@ -160,8 +160,8 @@ def opened_urls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str | None]]:
 
     monkeypatch.setattr(Store, "open", classmethod(spy_open))
     monkeypatch.setattr(pipelines.runner, "run_job", launch)
-    monkeypatch.setattr(pipelines.demo, "run_demo", demo)
-    monkeypatch.setattr(pipelines.cli.subprocess, "call", dg_dev)
+    monkeypatch.setattr(pipelines.cli.demo, "run_demo", demo)
+    monkeypatch.setattr(pipelines.cli.app.subprocess, "call", dg_dev)
     yield seen
 
 

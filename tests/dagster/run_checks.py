@@ -6,7 +6,7 @@ from collections.abc import Set as AbstractSet
 
 import dagster as dg
 
-from pipelines.demo import NIGHT
+from pipelines.cli.demo import NIGHT
 
 __all__ = ["NIGHT", "WITHOUT_CHECKS", "check_run"]
 

@@ -290,7 +290,7 @@ def waiting(store_url: str, tmp_path: Path) -> str:
 def _client(url: str, base: str = BASE) -> Any:
     from fastapi.testclient import TestClient
 
-    from pipelines.review_web import create_app
+    from pipelines.cli.review_page import create_app
 
     app = create_app(url, host="127.0.0.1", port=PORT, token=TOKEN)
     return TestClient(app, base_url=base, follow_redirects=False)
@@ -369,7 +369,7 @@ def test_the_page_with_its_token_decides_as_before(waiting: str, base: str) -> N
 def test_every_server_makes_its_own_token(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from pipelines.review_web import create_app
+    from pipelines.cli.review_page import create_app
 
     url = f"duckdb://{tmp_path / 'store.duckdb'}"
     two_waiting_changes(url, tmp_path)

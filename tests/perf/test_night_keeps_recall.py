@@ -52,7 +52,7 @@ def _mean(rows: list[dict[str, float]], metric: str) -> float:
 def test_a_night_on_an_old_import_keeps_what_recall_finds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipelines.demo import NIGHT
+    from pipelines.cli.demo import NIGHT
     from pipelines.runner import failures, run_job
 
     monkeypatch.setenv("MEMVAULT_CLAUDE_PROJECTS", "none")

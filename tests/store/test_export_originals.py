@@ -28,7 +28,7 @@ from memvault.normalize import utcnow
 from memvault.recall import Recaller
 from memvault.store import Store
 from memvault.store.audit import undo_run
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.conftest import _drop_schema
 from tests.helpers import PG_URL, clear_cli_environment, export_text, table_dump
 from tests.old_history import add_history, hit_at, questions

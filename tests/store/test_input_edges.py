@@ -14,7 +14,7 @@ from memvault.errors import IngestError
 from memvault.ingest import ingest_file
 from memvault.normalize import MAX_TEXT_CHARS
 from memvault.store import Store
-from pipelines.cli import app
+from pipelines.cli.app import app
 from tests.helpers import FIXTURES, export_text
 
 SESSION = '{"type":"session","id":"s1","source":"t","started_at":"2026-01-01T00:00:00Z"}'

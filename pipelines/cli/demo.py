@@ -136,7 +136,7 @@ def run_demo(
             break
     profile: dict[str, Any] = {}
     if not failed:
-        from pipelines.cli_profile import backfill_range
+        from pipelines.cli.profile import backfill_range
 
         last_day = dt.datetime.now(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
         with console.status("backfilling the daily profile (profile_job) ..."):

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.inbox import count_new, take_inbox
-from pipelines.cli_common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
+from pipelines.cli.common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
 
 
 @app.command()

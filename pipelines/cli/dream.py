@@ -22,7 +22,7 @@ from memvault.dream import evaluate_gate, orient
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.temporal import asof as asof_query
-from pipelines.cli_common import (
+from pipelines.cli.common import (
     JsonOpt,
     StoreOpt,
     app,

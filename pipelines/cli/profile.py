@@ -20,7 +20,7 @@ from rich.table import Table
 
 from memvault.errors import MemvaultError
 from memvault.profile.gaps import list_gaps
-from pipelines.cli_common import (
+from pipelines.cli.common import (
     JsonOpt,
     StoreOpt,
     app,
@@ -114,7 +114,12 @@ def profile(
     out.print(f"top entities: {_names(snap['top_entities'])}")
     out.print(f"top intents:  {_names(snap['top_intents'], 'intent')}")
     delta = snap["delta_vs_yesterday"]
-    out.print(f"since yesterday: +{_names(delta['appeared'])}  -{_names(delta['disappeared'])}")
+    moved = [
+        f"{label} {_names(delta[key])}"
+        for key, label in (("appeared", "new"), ("disappeared", "left"))
+        if delta[key]
+    ]
+    out.print(f"since yesterday: {'; '.join(moved) or 'no change'}")
     table = Table(title="interest", title_justify="left")
     for column in ("window", "days", "attention", "rising", "cooling"):
         table.add_column(column)

@@ -19,7 +19,7 @@ from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.tiering import TierConfig, plan_tiering, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
-from pipelines.cli_common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
+from pipelines.cli.common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
 
 
 @app.command()

@@ -27,9 +27,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tex
 
 
 def _guarded(fn: Any) -> Any:
-    from pipelines import cli_common
+    from pipelines.cli import common
 
-    return cli_common.handles_errors(fn)
+    return common.handles_errors(fn)
 
 
 def _item_json(item: Any) -> dict[str, Any]:
@@ -60,11 +60,11 @@ def review(
 
 
 def _serve(store: str | None, host: str, port: int) -> None:
-    from pipelines import cli_common
-    from pipelines.review_web import serve
+    from pipelines.cli import common
+    from pipelines.cli.review_page import serve
 
-    url = cli_common.chosen_store(store)
-    cli_common.err.print(f"review page on http://{host}:{port}  (store {escape(url)})")
+    url = common.chosen_store(store)
+    common.err.print(f"review page on http://{host}:{port}  (store {escape(url)})")
     serve(url, host, port)
 
 
@@ -82,21 +82,21 @@ def list_command(
 
 def _list(store: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
     from memvault.review import list_items
-    from pipelines import cli_common
+    from pipelines.cli import common
 
-    with cli_common.opened(store) as handle:
+    with common.opened(store) as handle:
         items = list_items(handle, statuses)
     if as_json:
-        cli_common.emit_json([_item_json(i) for i in items])
+        common.emit_json([_item_json(i) for i in items])
         return
     if not items:
-        cli_common.out.print(f"nothing {' or '.join(statuses)} in the review queue")
+        common.out.print(f"nothing {' or '.join(statuses)} in the review queue")
         return
     for item in items:
         _print_id(item.id)
-        cli_common.out.print(f"  {_summary(item)}", highlight=False)
-        cli_common.out.print(f"  why it waits: {escape(item.reason or '—')}", highlight=False)
-    cli_common.out.print(
+        common.out.print(f"  {_summary(item)}", highlight=False)
+        common.out.print(f"  why it waits: {escape(item.reason or '—')}", highlight=False)
+    common.out.print(
         f"{len(items)} item(s); `memvault review show ID` shows one, "
         "`memvault review approve|reject ID` decides it",
         highlight=False,
@@ -106,9 +106,9 @@ def _list(store: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
 def _print_id(item_id: str) -> None:
     """An id on a line of its own, never cut or broken by the console (ids are pasted into
     ``approve``/``reject``; a long one wraps only where the terminal wraps it)."""
-    from pipelines import cli_common
+    from pipelines.cli import common
 
-    cli_common.out.print(
+    common.out.print(
         escape(item_id), style="bold", soft_wrap=True, highlight=False, overflow="ignore",
         crop=False,
     )  # fmt: skip
@@ -137,15 +137,15 @@ def _show(item_id: str, store: str | None, as_json: bool) -> None:
 
     from memvault.review import get_item
     from memvault.review.evidence import evidence
-    from pipelines import cli_common
+    from pipelines.cli import common
 
-    with cli_common.opened(store) as handle:
+    with common.opened(store) as handle:
         item = get_item(handle, item_id)
         shown = evidence(handle, item)
     if as_json:
-        cli_common.emit_json(_item_json(item) | {"evidence": shown.model_dump(mode="json")})
+        common.emit_json(_item_json(item) | {"evidence": shown.model_dump(mode="json")})
         return
-    out = cli_common.out
+    out = common.out
     _print_id(item.id)
     out.print(f"  {_summary(item)}", highlight=False)
     if item.proposal.get("question"):
@@ -173,9 +173,9 @@ def _show(item_id: str, store: str | None, as_json: bool) -> None:
 def _print_memory(memory: Any, diff: list[Any] | None) -> None:
     """One memory: its text (with the differences marked), its fact, dates and source."""
     from memvault.review.evidence import when
-    from pipelines import cli_common
+    from pipelines.cli import common
 
-    out = cli_common.out
+    out = common.out
     status = f" ({escape(memory.status)})" if memory.status else ""
     missing = "" if memory.found else " — not in this store"
     out.print(
@@ -226,14 +226,14 @@ def _print_memory(memory: Any, diff: list[Any] | None) -> None:
 def _decide(item_ids: list[str], verdict: str, store: str | None, note: str | None,
             as_json: bool) -> None:  # fmt: skip
     from memvault.review import decide
-    from pipelines import cli_common
+    from pipelines.cli import common
 
     made = []
-    with cli_common.opened(store) as handle:
+    with common.opened(store) as handle:
         for item_id in item_ids:
             made.append(decide(handle, item_id, verdict, note=note))  # type: ignore[arg-type]
     if as_json:
-        cli_common.emit_json(
+        common.emit_json(
             [
                 {"id": d.item_id, "verdict": d.verdict, "run_id": d.run_id, "applied": d.applied}
                 for d in made
@@ -241,7 +241,7 @@ def _decide(item_ids: list[str], verdict: str, store: str | None, note: str | No
         )
         return
     for d in made:
-        cli_common.out.print(
+        common.out.print(
             f"{escape(d.item_id)}: {escape(d.applied)} (run {d.run_id}; "
             f"`memvault undo {d.run_id}` reverts it)",
             highlight=False,

@@ -2,10 +2,11 @@
 
 Every command takes ``--store URL`` (else ``MEMVAULT_STORE``, else
 ``duckdb://.memvault/memvault.duckdb``); ``--json`` prints one JSON object for
-machines. A failure prints one line naming the cause and exits non-zero. The
-shared machinery lives in ``pipelines.cli_common``; the dream and gardener
-commands in ``pipelines.cli_dream`` and ``pipelines.cli_garden``; the preference and
-skill layers in ``pipelines.cli_layers``.
+machines. A failure prints one line naming the cause and exits non-zero. This module
+holds the store commands (init, status, ingest, export, runs, undo), the job commands
+(collect, lint, demo) and ``ui``; the shared machinery lives in :mod:`pipelines.cli.common`,
+the other commands in the package's modules named after them (``dream``, ``garden``,
+``inbox``, ``layers``, ``lifecycle``, ``profile``, ``recall``, ``review``, ``serve``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from memvault.errors import MemvaultError
 from memvault.records import RECORD_TYPES
 from memvault.store import undo_run
 from memvault.store.tables import COUNTED_TABLES
-from pipelines import cli_common
-from pipelines.cli_common import (
+from pipelines.cli import common
+from pipelines.cli.common import (
     JsonOpt,
     StoreOpt,
     app,
@@ -273,7 +274,7 @@ def _run_and_report(job_name: str, doing: str, store: str | None, as_json: bool)
     url = chosen_store(store)
     memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
     with err.status(f"{doing} ({job_name}) ..."):
-        result = run_job(job_name, url, instance=persistent_instance(), say=cli_common.note)
+        result = run_job(job_name, url, instance=persistent_instance(), say=common.note)
     summary: dict[str, Any] = {
         "success": result.success,
         "dagster_run_id": result.run_id,
@@ -285,7 +286,7 @@ def _run_and_report(job_name: str, doing: str, store: str | None, as_json: bool)
         emit_json(summary)
     else:
         for key, meta in summary["assets"].items():
-            out.print(f"{key}: " + cli_common.flat_figures(meta), highlight=False)
+            out.print(f"{key}: " + common.flat_figures(meta), highlight=False)
         for name, passed in summary["checks"].items():
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
@@ -311,10 +312,10 @@ def demo(
 ) -> None:
     """Generate a realistic history into a fresh store, then run collect_job, dream_job and
     garden_job on it, as one night would."""
-    from pipelines.demo import run_demo
+    from pipelines.cli.demo import run_demo
 
     summary = run_demo(
-        store or cli_common.global_store(), sessions=sessions, days=days, seed=seed, console=err
+        store or common.global_store(), sessions=sessions, days=days, seed=seed, console=err
     )
     if as_json:
         emit_json(summary)
@@ -331,7 +332,7 @@ def demo(
         f"{h['changed_preferences']} changed preferences"
     )
     for key, meta in summary["assets"].items():
-        out.print(f"[bold]{key}[/]: " + cli_common.flat_figures(meta), highlight=False)
+        out.print(f"[bold]{key}[/]: " + common.flat_figures(meta), highlight=False)
     for name, passed in summary["checks"].items():
         out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     for line in summary["failures"]:
@@ -417,18 +418,17 @@ def ui(
     raise typer.Exit(code)
 
 
-# The dream commands register themselves on `app` when imported; the gardener is a sub-app.
-from pipelines import (  # noqa: E402, F401
-    cli_dream,
-    cli_inbox,
-    cli_lifecycle,
-    cli_profile,
-    cli_recall,
-    cli_serve,
-)
-from pipelines.cli_garden import garden_app  # noqa: E402
-from pipelines.cli_layers import attitudes_app, skills_app  # noqa: E402
-from pipelines.cli_review import review_app  # noqa: E402
+# The other commands register themselves on `app` when imported; the gardener, the review
+# queue and the layers are sub-apps.
+import pipelines.cli.dream  # noqa: E402
+import pipelines.cli.inbox  # noqa: E402
+import pipelines.cli.lifecycle  # noqa: E402
+import pipelines.cli.profile  # noqa: E402
+import pipelines.cli.recall  # noqa: E402
+import pipelines.cli.serve  # noqa: E402, F401
+from pipelines.cli.garden import garden_app  # noqa: E402
+from pipelines.cli.layers import attitudes_app, skills_app  # noqa: E402
+from pipelines.cli.review import review_app  # noqa: E402
 
 app.add_typer(garden_app, name="garden")
 app.add_typer(review_app, name="review")

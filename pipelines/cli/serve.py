@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from memvault.errors import MemvaultError
-from pipelines.cli_common import StoreOpt, app, chosen_store, err, handles_errors
+from pipelines.cli.common import StoreOpt, app, chosen_store, err, handles_errors
 
 
 @app.command()

@@ -49,7 +49,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object ins
 
 def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The main CLI's error handling (one-line errors, exit code 1)."""
-    from pipelines import cli_common as base
+    from pipelines.cli import common as base
 
     return base.handles_errors(fn)
 
@@ -91,7 +91,7 @@ def _run(
     from memvault.gardener.adapters import is_mcp_url
     from memvault.gardener.outcome import Outcome, outcome_line
     from memvault.gardener.state import MODES
-    from pipelines import cli_common as base
+    from pipelines.cli import common as base
     from pipelines.runner import failures, materializations, persistent_instance, run_job
     from resources import GardenerResource, StoreResource
 
@@ -153,6 +153,9 @@ def _run(
         )
     else:
         typer.echo(report, nl=False)
+        cadence = state.get("cadence") or {}
+        if cadence.get("quiet"):  # asked for by hand, so it ran; say it was not needed tonight
+            base.note(f"the store is quiet: {cadence.get('reason', '')}")
         if outcome != "succeeded":
             typer.echo(f"garden_job run {result.run_id}: {summary}", err=True)
     if workflow_outcome:
@@ -201,7 +204,7 @@ def _approve(ids: list[str] | None, approve_all: bool, store: str | None, as_jso
     import memvault
     from memvault.errors import MemvaultError
     from memvault.gardener.ledger import Ledger
-    from pipelines import cli_common as base
+    from pipelines.cli import common as base
 
     if not ids and not approve_all:
         raise MemvaultError("name proposal ids to approve, or --all (`memvault garden proposals`)")
@@ -237,7 +240,7 @@ def proposals(
 def _proposals(store: str | None, status: str, as_json: bool) -> None:
     import memvault
     from memvault.gardener.ledger import Ledger
-    from pipelines import cli_common as base
+    from pipelines.cli import common as base
 
     with memvault.open(base.chosen_store(store)) as handle:
         found = Ledger(handle).proposals(None, (status,))

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pipelines.cli_common import JsonOpt, StoreOpt, emit_json, handles_errors, opened, out
+from pipelines.cli.common import JsonOpt, StoreOpt, emit_json, handles_errors, opened, out
 
 attitudes_app = typer.Typer(
     name="attitudes",
@@ -206,12 +206,12 @@ def _list_skills(store: str | None, as_json: bool) -> None:
     if not rows:
         out.print("no skills yet: `memvault skills use NAME` records a use")
         return
-    table = Table("skill", "level", "", "experience", "uses", "last used")
+    # A level is shown with its words ("L3 can teach"), never as a bare code.
+    table = Table("skill", "level", "experience", "uses", "last used")
     for r in rows:
         table.add_row(
             escape(r["name"]),
-            r["level"],
-            r["label"],
+            f"{r['level']} {r['label']}",
             f"{r['xp']:.2f}",
             str(r["uses"]),
             f"{r['last_used_at']:%Y-%m-%d}" if r["last_used_at"] else "—",
@@ -253,7 +253,7 @@ def _use(name: str, proficiency: float, session: str | None, note: str | None,
         emit_json(asdict(result) | {"label": LEVEL_LABELS[result.level]})
         return
     moved = (
-        f" (was {result.previous_level})"
+        f" (was {result.previous_level} {LEVEL_LABELS[result.previous_level]})"
         if result.previous_level and result.previous_level != result.level
         else ""
     )

@@ -6,7 +6,7 @@ block as recall shows it, ``--original`` the full text a cold or frozen block's
 digest stands in for. Each command is its own process, so ``recall`` builds the
 search index first (seconds on a large store), unless a ``memvault serve`` holds the
 store: then recall and feedback ask that server, whose index is warm (see
-pipelines.entry for the fast path that skips loading the store at all).
+pipelines.cli.entry for the fast path that skips loading the store at all).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from memvault.errors import MemvaultError
-from pipelines.cli_common import (
+from pipelines.cli.common import (
     JsonOpt,
     StoreOpt,
     app,
@@ -27,7 +27,7 @@ from pipelines.cli_common import (
     opened,
     out,
 )
-from pipelines.recall_view import print_feedback, print_recall
+from pipelines.cli.recall_view import print_feedback, print_recall
 
 
 @app.command()

@@ -5,7 +5,7 @@ the store, are answered by that server: this module parses those two commands wi
 standard library, reads the server's discovery file and asks it, and imports nothing of
 the store, the search index or the rest of the CLI (a Python start and one loopback
 request). Anything else — another command, an option it does not know, no server, a
-server that does not answer — goes to the full CLI (:mod:`pipelines.cli`), which does
+server that does not answer — goes to the full CLI (:mod:`pipelines.cli.app`), which does
 the same work in-process.
 """
 
@@ -97,7 +97,7 @@ def fast(argv: list[str]) -> int | None:
         return 0
     from rich.console import Console
 
-    from pipelines.recall_view import print_feedback, print_recall
+    from pipelines.cli.recall_view import print_feedback, print_recall
 
     out = Console(emoji=False)
     if tool == "recall":
@@ -112,7 +112,7 @@ def main() -> None:
     code = fast(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    from pipelines.cli import main as full
+    from pipelines.cli.app import main as full
 
     full()
 
