@@ -1,21 +1,30 @@
-"""Orphan entities: what makes one, and bringing one back when it is referred to again.
+"""Orphans: entities nothing refers to, and memory items cut off from their place.
 
-An orphan is an active entity nothing points at: no mention, no fact with it
+An orphan entity is an active entity nothing points at: no mention, no fact with it
 as subject or object, no connected edge. The dream archives orphans (never
 deletes them). An entity archived that way is *revived* as soon as a later
 session mentions it or states a fact about it — by ingest, as the rows
 arrive, and by the dream before it looks for orphans, for rows that came in
 any other way. Only entities whose last change was the dream's orphan
 archive are revived; an entity archived for another reason stays archived.
+
+Orphan memory items (the gardener reconnects them where exactly one place fits): an
+active item whose parent was archived (merged away: its survivor is the place), whose
+parent does not exist, or that belongs to no session (none, or one that does not exist;
+the dangling references are :mod:`memvault.references`' list). An item whose parent's
+session exists can go there.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 
 import polars as pl
 
+from memvault.memories import IS_MEMORY
+from memvault.references import dangling_sql
 from memvault.store import Store
 from memvault.store.audit import Mutation
 
@@ -117,3 +126,64 @@ def revive(store: Store, mutation: Mutation, among: Sequence[str] | None = None)
         action="revive",
         reason="archived as an orphan, referred to again by a mention or a fact",
     )
+
+
+#: Problems of an orphan memory item, worst first, each with the query that finds them.
+_ORPHAN_MEMORIES: tuple[tuple[str, str], ...] = (
+    (
+        "parent archived",
+        "SELECT b.id, b.text FROM blocks b JOIN blocks p ON p.id = b.parent_id "
+        "WHERE b.status = 'active' AND p.status <> 'active'",
+    ),
+    (
+        "parent missing",
+        f"SELECT b.id, b.text FROM ({dangling_sql('block.parent_id')}) d "
+        "JOIN blocks b ON b.id = d.row_id WHERE b.status = 'active'",
+    ),
+    (
+        "no session",
+        f"SELECT b.id, b.text FROM blocks b WHERE b.status = 'active' AND {IS_MEMORY} "
+        "AND (b.session_id IS NULL OR b.id IN "
+        f"(SELECT row_id FROM ({dangling_sql('block.session_id')}) d))",
+    ),
+)
+
+
+def orphan_memories(store: Store, limit: int = 10) -> list[tuple[str, str, str]]:
+    """Up to ``limit`` orphan memory items as (id, text, problem): worst problem first, then
+    by id."""
+    found: list[tuple[str, str, str]] = []
+    for problem, sql in _ORPHAN_MEMORIES:
+        if len(found) >= limit:
+            break
+        rows = store.fetch(f"{sql} ORDER BY 1 LIMIT {int(limit - len(found))}")
+        found.extend((str(r[0]), str(r[1]), problem) for r in rows)
+    return found
+
+
+def merged_parent(store: Store, block_id: str) -> tuple[str, str] | None:
+    """(parent, survivor) when the parent of ``block_id`` was merged into an item that is
+    active: its last ``merged-into:`` tag and its parent pointer agree on the survivor."""
+    rows = store.fetch(
+        "SELECT p.id, p.parent_id, p.tags, s.status FROM blocks b "
+        "JOIN blocks p ON p.id = b.parent_id LEFT JOIN blocks s ON s.id = p.parent_id "
+        "WHERE b.id = :id",
+        {"id": block_id},
+    )
+    if not rows:
+        return None
+    parent_id, pointer, tags, survivor_status = rows[0]
+    merged = [t.split(":", 1)[1] for t in json.loads(tags or "[]") if t.startswith("merged-into:")]
+    if not merged or merged[-1] != pointer or survivor_status != "active":
+        return None
+    return str(parent_id), str(pointer)
+
+
+def parent_session(store: Store, block_id: str) -> str | None:
+    """The session of the parent of ``block_id``, when that session exists."""
+    rows = store.fetch(
+        "SELECT p.session_id FROM blocks b JOIN blocks p ON p.id = b.parent_id "
+        "JOIN sessions s ON s.id = p.session_id WHERE b.id = :id",
+        {"id": block_id},
+    )
+    return str(rows[0][0]) if rows else None

@@ -25,6 +25,11 @@ Contract for all adapters:
 * Ids are strings and stable across calls within one run.
 * Times are naive UTC ``datetime`` (or None when the store has no times).
 
+Two methods are optional, looked up by name where a store can answer them:
+``kept_by_use(ids, now)`` (of ``ids``, the items whose use says they are wanted again;
+decay leaves them) and ``about(ids, limit)`` (what items are about, as (name, count),
+most telling first; the journal names topics by it, else by the items' tags or words).
+
 Adapters subclass :class:`UnsupportedMixin` (bodies that raise
 ``CapabilityMissing``) and override what their store can do. They are opened
 by URL in :func:`memvault.gardener.adapters.open_garden_store`; an adapter

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memvault.gardener.adapter import ALL_CAPABILITIES, Capability, ToolInfo
+from memvault.gardener.adapter import ALL_CAPABILITIES, Capability, GardenStore, ToolInfo
 from memvault.text_tokens import words as text_words
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -264,3 +264,14 @@ def survey(store: str, tools: Iterable[ToolInfo]) -> Survey:
                 result.evidence[capability] = f"{best.name} (description: {intent.phrase})"
                 break
     return result
+
+
+def survey_and_bind(store: GardenStore) -> Survey:
+    """Survey ``store``'s tools and bind it to what was found; a capability the adapter then
+    declines (a tool that looked right but it cannot serve) is not one."""
+    found = survey(store.name, store.tools())
+    store.bind(found.mapping)
+    for capability, why in getattr(store, "declined", {}).items():
+        found.mapping.pop(capability, None)
+        found.evidence[capability] = f"declined: {why}"
+    return found

@@ -44,6 +44,7 @@ from memvault.graph.config import DiscoveryConfig, GraphConfig
 from memvault.graph.edges import EdgeReport
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.temporal.facts import IS_CURRENT
 
 PHASE = "dream_signal"
 INBOX_PHASE = "inbox"
@@ -65,10 +66,9 @@ WHERE run_id = :r AND phase = 'dream_signal' AND target_table = 'edges'
   AND action IN ('edge-insert', 'edge-update')
 """
 
-_CURRENT_FACTS_SQL = """
+_CURRENT_FACTS_SQL = f"""
 -- Predicates each entity holds a current fact of (believed now, true now).
-SELECT DISTINCT subject_id, predicate FROM triples
-WHERE status = 'active' AND expired_at IS NULL AND invalid_at IS NULL
+SELECT DISTINCT subject_id, predicate FROM triples t WHERE {IS_CURRENT}
 """
 
 

@@ -220,3 +220,14 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
         frame = pages.with_columns(run_id=pl.lit(run_id), created_at=pl.lit(utcnow()))
         result.written = upsert_rows(store, "diary", frame, CONTENT, run_id, "diary_page")
     return result
+
+
+def latest_entry(store: Store, id_prefix: str) -> dict[str, Any] | None:
+    """The newest diary entry whose id starts with ``id_prefix`` (the profile's pages are
+    ``diary:<day>``, the gardener's journal entries ``garden-<run>``): id, text, created_at."""
+    rows = store.fetch_df(
+        "SELECT id, text, created_at FROM diary WHERE substr(id, 1, :n) = :prefix "
+        "ORDER BY created_at DESC, id DESC LIMIT 1",
+        {"n": len(id_prefix), "prefix": id_prefix},
+    )
+    return rows.row(0, named=True) if rows.height else None

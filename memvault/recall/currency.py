@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from memvault.store import Store
+from memvault.store.backends import in_list
 
 #: A stale block's score is multiplied by this (it still shows, below what holds now).
 STALE_FACTOR = 0.5
@@ -178,14 +179,13 @@ class Currency:
         if not new:
             return
         self.looked_at.update(new)
-        where = "AND predicate = ANY(:preds)" if self.asked else ""
-        params: dict[str, Any] = {"blocks": new}
+        among, params = in_list("source_block", "block", new)
+        where = ""
         if self.asked:
+            where = "AND predicate = ANY(:preds)"
             params["preds"] = list(self.asked)
         rows = store.fetch_df(
-            f"SELECT {FACT_COLUMNS} FROM triples WHERE source_block = ANY(:blocks) {where} "
-            "ORDER BY id",
-            params,
+            f"SELECT {FACT_COLUMNS} FROM triples WHERE {among} {where} ORDER BY id", params
         ).to_dicts()
         _follow_merges(store, rows)
         for row in rows:

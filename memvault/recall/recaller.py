@@ -36,6 +36,7 @@ from memvault.recall.log import gap_hint, new_recall_id, write_recall
 from memvault.recall.result import CITES, Fact, RecallHit, RecallResult
 from memvault.recall.text import words
 from memvault.store import Store
+from memvault.store.backends import in_list
 
 #: Candidates taken from the index per result asked, re-ranked with current feedback.
 CANDIDATES_PER_RESULT = 4
@@ -93,20 +94,6 @@ def refresh_interval(environ: dict[str, str] | None = None) -> float:
 def signature_of(intent: str | None, entity_ids: list[str]) -> str:
     """``intent|sorted entity ids``: what knowledge gaps and prefetch match recalls by."""
     return f"{intent or '-'}|{','.join(sorted(entity_ids))}"
-
-
-#: Past this many values, :func:`in_list` binds one list (``= ANY``) instead.
-MAX_IN_LIST = 1000
-
-
-def in_list(column: str, name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    """``column IN (:name0, :name1, ...)`` with its parameters: for the few dozen blocks a
-    recall reads, DuckDB answers it two to three times faster than ``column = ANY(:name)``
-    (same rows on every backend); a long list is bound as one value."""
-    if len(values) > MAX_IN_LIST:
-        return f"{column} = ANY(:{name})", {name: list(values)}
-    params = {f"{name}{k}": v for k, v in enumerate(values)}
-    return f"{column} IN ({', '.join(':' + p for p in params)})", params
 
 
 def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:

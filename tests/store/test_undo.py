@@ -18,10 +18,23 @@ from tests.helpers import FIXTURES, export_text
 
 
 def _seeded(store: Store, url: str, tmp_path: Path) -> None:
-    """A small demo store whose recalls were asked two months ago, so the prune archives the
-    orphans they named (an entity asked about lately is in use and kept)."""
+    """A small demo store whose recalls were asked, and whose blocks were last read, two
+    months ago, so the prune archives the orphans they named (an entity asked about or read
+    lately is in use and kept, whatever today's date is)."""
     seed_demo_store(url, tmp_path, sessions=20)
     store.backend.execute("UPDATE recall_log SET created_at = created_at - INTERVAL '60 days'")
+    store.backend.execute(
+        "UPDATE blocks SET last_accessed_at = least(last_accessed_at, now() - INTERVAL '60 days')"
+    )
+    # Entities nothing refers to, whatever the generated history holds today: the prune's work.
+    orphans = tmp_path / "orphans.jsonl"
+    orphans.write_text(
+        "".join(
+            f'{{"type":"entity","id":"ent_orphan_{i}","name":"Orphan {i}","entity_type":"topic"}}\n'
+            for i in range(3)
+        )
+    )
+    ingest_file(store, orphans)
 
 
 def _dreamed(store: Store, url: str, tmp_path: Path) -> str:

@@ -72,6 +72,7 @@ import hashlib
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -460,6 +461,16 @@ class McpMemoryStore(UnsupportedMixin):
         self.require(Capability.SEARCH)
         by_id = {i.id: i for i in self.items()}
         return [by_id[i] for i in ids if i in by_id]
+
+    def about(self, item_ids: Sequence[str], limit: int = 5) -> list[tuple[str, int]]:
+        """What these observations are about, for the journal: the entities they belong to,
+        as (name, observations), most first, then by name."""
+        counts = Counter(
+            i.container
+            for i in self.get_items(item_ids)
+            if i.container and GARDEN_SUMMARY_TAG not in i.tags
+        )
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
     def facts(self, query: FactQuery) -> list[Fact]:
         """Relations in file order (= creation order), ``created_at`` = first seen; all are

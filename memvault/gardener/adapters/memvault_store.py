@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 import memvault
+from memvault.artifacts import latest_artifact, read_artifact
 from memvault.embed import Embedder
 from memvault.errors import StoreError
 from memvault.gardener.adapter import (
@@ -49,17 +50,23 @@ from memvault.gardener.adapter import (
 )
 from memvault.gardener.similarity import SimilarPairs, similar_pairs
 from memvault.lifecycle.weights import block_weights, feedback_factor
+from memvault.memories import (
+    TRANSCRIPT_KINDS,
+    active_memory_ids,
+    blocks_by_id,
+    memory_counts,
+    memory_items,
+    named_entities,
+)
 from memvault.normalize import utcnow
-from memvault.references import dangling_sql
+from memvault.orphans import merged_parent, orphan_memories, parent_session
 from memvault.store import Store
-from memvault.store.backends import ident, sql_literal
+from memvault.store.snapshot import drop_snapshot, restore_snapshot, take_snapshot
+from memvault.temporal.facts import fact_counts, fact_timeline, named_facts
 from memvault.vectors import load_vectors, stale_texts, write_vectors
 
 if TYPE_CHECKING:
     from memvault.recall.recaller import Recaller
-
-#: Block kinds that are transcript, not memory: the gardener leaves them to the lifecycle track.
-TRANSCRIPT_KINDS: tuple[str, ...] = ("user_turn", "assistant_turn", "system_turn", "tool_turn")
 
 _TOOLS: tuple[tuple[str, str], ...] = (
     ("memvault_search_blocks", "Search stored memory items by text, or by similarity when vectors exist."),
@@ -80,13 +87,11 @@ _TOOLS: tuple[tuple[str, str], ...] = (
     ("memvault_save_artifact", "Save a text document (a report artifact) and read it back."),
 )  # fmt: skip
 
+#: Id prefix of the gardener's journal entries in the diary.
+JOURNAL_PREFIX = "garden-"
+
 #: Recall hits read per memory item asked for (transcript turns among them are left out).
 SEARCH_DEPTH = 5
-
-_BLOCK_COLUMNS = (
-    "id, session_id, kind, text, importance, pinned, tags, status, parent_id, created_at, "
-    "updated_at, last_accessed_at, access_count, feedback_score, expires_at"
-)
 
 
 def _short_hash(*parts: object) -> str:
@@ -156,27 +161,6 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     # -- reading items --------------------------------------------------------------------
 
-    def _kinds_sql(self) -> str:
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        return f"b.kind NOT IN ({kinds})"
-
-    @staticmethod
-    def _touched_sql() -> str:
-        # Latest of: updated, accessed, and the last decay (a decay starts a new untouched period).
-        return (
-            "GREATEST(b.updated_at, COALESCE(b.last_accessed_at, b.updated_at), "
-            "COALESCE(d.decayed_at, b.updated_at))"
-        )
-
-    def _items_sql(self) -> str:
-        return (
-            f"SELECT {', '.join('b.' + c.strip() for c in _BLOCK_COLUMNS.split(','))}, "
-            f"{self._touched_sql()} AS touched, length(b.text) AS chars "
-            "FROM blocks b LEFT JOIN (SELECT target_id, max(created_at) AS decayed_at "
-            "FROM audit_log WHERE target_table = 'blocks' AND action IN ('decay', 'expire') "
-            "GROUP BY target_id) d ON d.target_id = b.id"
-        )
-
     @staticmethod
     def _item(row: Mapping[str, Any]) -> MemoryItem:
         tags = row.get("tags")
@@ -202,56 +186,26 @@ class MemvaultGardenStore(UnsupportedMixin):
             extra={"session_id": row["session_id"]},
         )
 
-    def _items(self, where: str, params: Mapping[str, Any], tail: str = "") -> list[MemoryItem]:
-        sql = f"SELECT * FROM ({self._items_sql()}) i WHERE {where} {tail}"
-        frame = self.store.fetch_df(sql, params)
-        return [self._item(r) for r in frame.iter_rows(named=True)]
+    def _items(self, rows: pl.DataFrame) -> list[MemoryItem]:
+        return [self._item(r) for r in rows.iter_rows(named=True)]
 
     def list_items(self, query: ItemQuery) -> list[MemoryItem]:
         self.require(Capability.SEARCH)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        where = [f"kind NOT IN ({kinds})"]
-        params: dict[str, Any] = {}
-        if query.status is not None:
-            where.append("status = :status")
-            params["status"] = query.status
-        if not query.include_pinned:
-            where.append("NOT pinned")
-        if query.min_chars is not None:
-            where.append("chars > :min_chars")
-            params["min_chars"] = query.min_chars
-        if query.decay_floor is not None:
-            where.append("(importance > :floor OR expires_at IS NULL)")
-            params["floor"] = query.decay_floor
-        if query.changed_since is not None:
-            where.append("updated_at >= :since")
-            params["since"] = query.changed_since
-        if query.changed_before is not None:
-            where.append("updated_at < :before")
-            params["before"] = query.changed_before
-        if query.untouched_before is not None:
-            where.append("touched < :untouched")
-            params["untouched"] = query.untouched_before
-        key, direction = {
-            "oldest": ("updated_at", "ASC"),
-            "newest": ("updated_at", "DESC"),
-            "stalest": ("touched", "ASC"),
-            "longest": ("(-chars)", "ASC"),
-        }[query.order]
-        if query.after is not None:
-            found = self.store.fetch(
-                f"SELECT {key} FROM ({self._items_sql()}) i WHERE id = :after",
-                {"after": query.after},
+        return self._items(
+            memory_items(
+                self.store,
+                status=query.status,
+                include_pinned=query.include_pinned,
+                min_chars=query.min_chars,
+                decay_floor=query.decay_floor,
+                changed_since=query.changed_since,
+                changed_before=query.changed_before,
+                untouched_before=query.untouched_before,
+                order=query.order,
+                after=query.after,
+                limit=query.limit,
             )
-            if found:
-                cmp = ">" if direction == "ASC" else "<"
-                where.append(
-                    f"({key} {cmp} :after_key OR ({key} = :after_key AND id {cmp} :after))"
-                )
-                params["after_key"] = found[0][0]
-                params["after"] = query.after
-        tail = f"ORDER BY {key} {direction}, id {direction} LIMIT {int(query.limit)}"
-        return self._items(" AND ".join(where), params, tail)
+        )
 
     def kept_by_use(self, ids: Sequence[str], now: dt.datetime) -> set[str]:
         """Of ``ids``, the blocks whose use says they regained interest: recalled in the last
@@ -273,10 +227,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         self.require(Capability.SEARCH)
         if not ids:
             return []
-        found = {
-            i.id: i
-            for i in self._items("id IN (SELECT unnest(CAST(:ids AS TEXT[])))", {"ids": list(ids)})
-        }
+        found = {i.id: i for i in self._items(blocks_by_id(self.store, ids))}
         return [found[i] for i in ids if i in found]
 
     def search(self, text: str, limit: int = 10) -> list[MemoryItem]:
@@ -293,6 +244,12 @@ class MemvaultGardenStore(UnsupportedMixin):
         return [i for i in memory if i.status == "active" and i.kind not in TRANSCRIPT_KINDS][
             : int(limit)
         ]
+
+    def about(self, item_ids: Sequence[str], limit: int = 5) -> list[tuple[str, int]]:
+        """What these items are about, for the journal: the entities they mention as (name,
+        items naming it), most telling first (:func:`memvault.memories.named_entities`)."""
+        self.require(Capability.SEARCH)
+        return named_entities(self.store, item_ids, limit)
 
     # -- writing items --------------------------------------------------------------------
 
@@ -401,9 +358,7 @@ class MemvaultGardenStore(UnsupportedMixin):
         if self._vectors is not None:
             return self._vectors
         embedder = self._embedder_for()
-        memory = [str(r[0]) for r in self.store.fetch(
-            f"SELECT id FROM blocks b WHERE b.status = 'active' AND {self._kinds_sql()} ORDER BY id"
-        )]  # fmt: skip
+        memory = active_memory_ids(self.store)
         self._embed_stale(embedder, memory)
         ids, matrix = load_vectors(self.store, "block", embedder.model_name, ids=memory)
         if not ids:
@@ -442,13 +397,6 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     # -- knowledge graph ------------------------------------------------------------------
 
-    _FACT_SQL = (
-        "SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.invalid_at, "
-        "t.created_at, t.expired_at, t.status, t.confidence, t.superseded_by, t.source_block, "
-        "es.name AS subject_label, eo.name AS object_label FROM triples t "
-        "LEFT JOIN entities es ON es.id = t.subject_id LEFT JOIN entities eo ON eo.id = t.object_id"
-    )
-
     @staticmethod
     def _fact(row: Mapping[str, Any]) -> Fact:
         return Fact(
@@ -468,41 +416,26 @@ class MemvaultGardenStore(UnsupportedMixin):
             source=row["source_block"],
         )
 
-    def _facts(self, where: list[str], params: dict[str, Any], tail: str) -> list[Fact]:
-        clause = ("WHERE " + " AND ".join(where)) if where else ""
-        frame = self.store.fetch_df(f"{self._FACT_SQL} {clause} {tail}", params)
-        return [self._fact(r) for r in frame.iter_rows(named=True)]
+    def _facts(self, rows: pl.DataFrame) -> list[Fact]:
+        return [self._fact(r) for r in rows.iter_rows(named=True)]
 
     def facts(self, query: FactQuery) -> list[Fact]:
         self.require(Capability.KG_SEARCH)
-        where: list[str] = []
-        params: dict[str, Any] = {}
-        if query.subject is not None:
-            where.append("t.subject_id = :s")
-            params["s"] = query.subject
-        if query.predicate is not None:
-            where.append("t.predicate = :p")
-            params["p"] = query.predicate
-        if query.changed_since is not None:
-            where.append("t.created_at >= :since")
-            params["since"] = query.changed_since
-        if query.active_only:
-            where.append("t.status = 'active' AND t.invalid_at IS NULL AND t.expired_at IS NULL")
-        direction = "DESC" if query.newest_first else "ASC"
-        tail = (
-            f"ORDER BY t.created_at {direction}, t.id {direction} LIMIT {int(query.limit)}"
-            if query.newest_first
-            else f"ORDER BY t.valid_at ASC NULLS FIRST, t.created_at, t.id LIMIT {int(query.limit)}"
+        return self._facts(
+            named_facts(
+                self.store,
+                subject=query.subject,
+                predicate=query.predicate,
+                learned_since=query.changed_since,
+                current_only=query.active_only,
+                newest_first=query.newest_first,
+                limit=query.limit,
+            )
         )
-        return self._facts(where, params, tail)
 
     def timeline(self, subject: str, predicate: str) -> list[Fact]:
         self.require(Capability.KG_TIMELINE)
-        return self._facts(
-            ["t.subject_id = :s", "t.predicate = :p"],
-            {"s": subject, "p": predicate},
-            "ORDER BY t.valid_at ASC NULLS FIRST, t.created_at, t.id",
-        )
+        return self._facts(fact_timeline(self.store, subject, predicate))
 
     def add_fact(self, ctx: WriteContext, fact: NewFact) -> Change:
         self.require(Capability.KG_ADD)
@@ -559,64 +492,25 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def orphans(self, limit: int = 10) -> list[OrphanNode]:
         """Worst first: children of merged-away items, dangling parents, memories without a
-        session (none, or a dangling one: :mod:`memvault.references`). (Orphan entities are
-        the dream's: it archives them and revives them.)"""
+        session (:func:`memvault.orphans.orphan_memories`). (Orphan entities are the dream's:
+        it archives them and revives them.)"""
         self.require(Capability.STRUCTURE)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        found: list[OrphanNode] = []
-        queries = (
-            (
-                "parent archived",
-                "SELECT b.id, b.text FROM blocks b JOIN blocks p ON p.id = b.parent_id "
-                "WHERE b.status = 'active' AND p.status <> 'active'",
-            ),
-            (
-                "parent missing",
-                f"SELECT b.id, b.text FROM ({dangling_sql('block.parent_id')}) d "
-                "JOIN blocks b ON b.id = d.row_id WHERE b.status = 'active'",
-            ),
-            (
-                "no session",
-                f"SELECT b.id, b.text FROM blocks b WHERE b.status = 'active' "
-                f"AND b.kind NOT IN ({kinds}) AND (b.session_id IS NULL OR b.id IN "
-                f"(SELECT row_id FROM ({dangling_sql('block.session_id')}) d))",
-            ),
-        )
-        for problem, sql in queries:
-            if len(found) >= limit:
-                break
-            rows = self.store.fetch(f"{sql} ORDER BY 1 LIMIT {int(limit - len(found))}")
-            found.extend(OrphanNode(r[0], str(r[1])[:80], "item", problem) for r in rows)
-        return found
+        return [
+            OrphanNode(row_id, text[:80], "item", problem)
+            for row_id, text, problem in orphan_memories(self.store, limit)
+        ]
 
     def link_candidates(self, node: OrphanNode) -> list[LinkCandidate]:
         self.require(Capability.STRUCTURE)
         if node.problem == "parent archived":
-            row = self.store.fetch(
-                "SELECT p.id, p.parent_id, p.tags FROM blocks b JOIN blocks p ON p.id = b.parent_id "
-                "WHERE b.id = :id",
-                {"id": node.id},
-            )
-            if not row:
+            merged = merged_parent(self.store, node.id)
+            if merged is None:
                 return []
-            parent_id, pointer, tags = row[0]
-            merged = [
-                t.split(":", 1)[1] for t in json.loads(tags or "[]") if t.startswith("merged-into:")
-            ]
-            target = merged[-1] if merged else None
-            if target is None or target != pointer:
-                return []
-            alive = self.store.get_row("blocks", target)
-            if alive is None or alive["status"] != "active":
-                return []
-            return [LinkCandidate(target, "parent", f"{parent_id} was merged into {target}")]
+            parent_id, survivor = merged
+            return [LinkCandidate(survivor, "parent", f"{parent_id} was merged into {survivor}")]
         if node.problem == "no session":
-            row = self.store.fetch(
-                "SELECT p.session_id FROM blocks b JOIN blocks p ON p.id = b.parent_id "
-                "JOIN sessions s ON s.id = p.session_id WHERE b.id = :id",
-                {"id": node.id},
-            )
-            return [LinkCandidate(r[0], "session", "its parent's session") for r in row]
+            session = parent_session(self.store, node.id)
+            return [LinkCandidate(session, "session", "its parent's session")] if session else []
         return []
 
     def add_link(self, ctx: WriteContext, node: OrphanNode, link: LinkCandidate) -> Change:
@@ -631,17 +525,16 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def last_journal(self) -> JournalEntry | None:
         self.require(Capability.JOURNAL)
-        rows = self.store.fetch(
-            "SELECT id, text, created_at FROM diary WHERE id LIKE 'garden-%' "
-            "ORDER BY created_at DESC, id DESC LIMIT 1"
-        )
-        return JournalEntry(*rows[0]) if rows else None
+        from memvault.profile.diary import latest_entry  # the profile's module: loaded on use
+
+        row = latest_entry(self.store, JOURNAL_PREFIX)
+        return JournalEntry(row["id"], row["text"], row["created_at"]) if row else None
 
     def write_journal(self, ctx: WriteContext, text: str) -> Change:
         self.require(Capability.JOURNAL)
         now = utcnow()
         row = {
-            "id": f"garden-{ctx.run_id}",
+            "id": f"{JOURNAL_PREFIX}{ctx.run_id}",
             "day": now.date(),
             "text": text,
             "run_id": ctx.run_id,
@@ -657,64 +550,26 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def stats(self) -> dict[str, int]:
         self.require(Capability.STATS)
-        kinds = ", ".join(f"'{k}'" for k in TRANSCRIPT_KINDS)
-        items = self.store.fetch(
-            "SELECT count(*) FILTER (WHERE status = 'active'), "
-            "count(*) FILTER (WHERE status = 'archived'), count(*) FILTER (WHERE expires_at IS NOT NULL), "
-            f"count(*) FROM blocks WHERE kind NOT IN ({kinds})"
-        )[0]
-        facts = self.store.fetch(
-            "SELECT count(*) FILTER (WHERE status = 'active' AND invalid_at IS NULL AND expired_at IS NULL), "
-            "count(*) FROM triples"
-        )[0]
+        items, facts = memory_counts(self.store), fact_counts(self.store)
         other = self.store.counts(("entities", "mentions", "diary"))
         return {
-            "items_active": int(items[0]),
-            "items_archived": int(items[1]),
-            "items_expiring": int(items[2]),
-            "items": int(items[3]),
-            "facts_active": int(facts[0]),
-            "facts": int(facts[1]),
+            "items_active": items["active"],
+            "items_archived": items["archived"],
+            "items_expiring": items["expiring"],
+            "items": items["all"],
+            "facts_active": facts["current"],
+            "facts": facts["all"],
             "entities": other["entities"],
             "mentions": other["mentions"],
             "journal": other["diary"],
         }
 
     def backup(self, label: str) -> BackupRef:
-        """DuckDB: ``EXPORT DATABASE`` to a directory; PostgreSQL: the tables copied into a
-        snapshot schema, in one REPEATABLE READ transaction. Restore with :func:`restore_backup`."""
+        """A snapshot of the whole store (:mod:`memvault.store.snapshot`): restore it with
+        :func:`restore_backup`."""
         self.require(Capability.BACKUP)
-        stamp = f"{utcnow():%Y%m%dT%H%M%S%f}"
-        backend = self.store.backend
-        if backend.name == "duckdb":
-            base = self._backup_dir
-            path = getattr(backend, "path", ":memory:")
-            if base is None:
-                if path == ":memory:":
-                    raise StoreError("an in-memory DuckDB store has no place for a backup")
-                base = Path(path).with_name(Path(path).name + ".backups")
-            target = base / f"{label}-{stamp}"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # No parameters here: the path is quoted, never spliced in as it is.
-            backend.execute_script(
-                f"EXPORT DATABASE {sql_literal(target.as_posix())} (FORMAT parquet)"
-            )
-            return BackupRef(
-                f"duckdb-export:{target}", "restore: restore_backup(ref, new_url)", utcnow()
-            )
-        schema = _pg_schema(backend)
-        snapshot = ident(f"{schema[:36]}_bk_{stamp.replace('T', '')}")  # ≤ 63 chars
-        tables = _schema_tables(self.store, schema)
-        with backend.transaction():
-            backend.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            backend.execute(f"CREATE SCHEMA {snapshot}")
-            for table in tables:
-                backend.execute(
-                    f"CREATE TABLE {snapshot}.{ident(table)} AS TABLE {ident(schema)}.{ident(table)}"
-                )
-        return BackupRef(
-            f"postgresql-schema:{snapshot}", "restore: restore_backup(ref, new_url)", utcnow()
-        )
+        location = take_snapshot(self.store, label, utcnow(), self._backup_dir)
+        return BackupRef(location, "restore: restore_backup(ref, new_url)", utcnow())
 
     def save_artifact(self, ctx: WriteContext, kind: str, name: str, content: str) -> Change:
         self.require(Capability.ARTIFACT)
@@ -744,7 +599,7 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def read_artifact(self, artifact_id: str) -> Artifact | None:
         self.require(Capability.ARTIFACT)
-        row = self.store.get_row("artifacts", artifact_id)
+        row = read_artifact(self.store, artifact_id)
         return (
             Artifact(
                 row["id"],
@@ -760,74 +615,15 @@ class MemvaultGardenStore(UnsupportedMixin):
 
     def last_artifact(self, kind: str) -> Artifact | None:
         self.require(Capability.ARTIFACT)
-        rows = self.store.fetch(
-            "SELECT id FROM artifacts WHERE kind = :k ORDER BY created_at DESC, id DESC LIMIT 1",
-            {"k": kind},
-        )
-        return self.read_artifact(rows[0][0]) if rows else None
-
-
-def _schema_tables(store: Store, schema: str) -> list[str]:
-    """The base tables of a PostgreSQL schema, by name."""
-    return [str(r[0]) for r in store.fetch(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = :s "
-        "AND table_type = 'BASE TABLE' ORDER BY 1", {"s": schema})]  # fmt: skip
-
-
-def _pg_schema(backend: object) -> str:
-    from memvault.store.backends import PostgresBackend
-
-    if not isinstance(backend, PostgresBackend):
-        raise StoreError("a schema snapshot needs a PostgreSQL store")
-    return backend.schema
+        row = latest_artifact(self.store, kind)
+        return self.read_artifact(row["id"]) if row else None
 
 
 def restore_backup(ref: BackupRef | str, target_url: str) -> Store:
     """Restore a snapshot into a new, empty store at ``target_url`` (never over a live one)."""
-    location = ref.location if isinstance(ref, BackupRef) else ref
-    kind, _, where = location.partition(":")
-    if kind == "duckdb-export":
-        if not target_url.startswith("duckdb:"):
-            raise StoreError("a DuckDB export restores into a duckdb:// store")
-        from memvault.store.backends import connect
-
-        backend = connect(target_url)
-        try:
-            if backend.fetch(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
-            )[0][0]:
-                raise StoreError(f"{target_url} is not empty; restore into a new store")
-            backend.execute_script(f"IMPORT DATABASE {sql_literal(Path(where).as_posix())}")
-        finally:
-            backend.close()
-        return memvault.open(target_url)
-    if kind == "postgresql-schema":
-        snapshot = ident(where)
-        target = memvault.open(target_url)
-        backend = target.backend
-        schema = _pg_schema(backend)
-        if schema == snapshot:
-            raise StoreError("restore into another schema than the snapshot's")
-        tables = _schema_tables(target, snapshot)
-        with backend.transaction():
-            for table in tables:
-                if table == "schema_version":
-                    continue
-                cols = [c for c, _ in target.backend.columns(table)]
-                backend.execute(
-                    f"INSERT INTO {ident(schema)}.{ident(table)} ({', '.join(map(ident, cols))}) "
-                    f"SELECT {', '.join(map(ident, cols))} FROM {snapshot}.{ident(table)}"
-                )
-            # Audit ids come from a sequence: continue after the restored rows.
-            backend.execute(
-                "SELECT setval('audit_log_seq', GREATEST((SELECT max(id) FROM audit_log), 1))"
-            )
-        return target
-    raise StoreError(f"unknown backup location {location!r}")
+    return restore_snapshot(ref.location if isinstance(ref, BackupRef) else ref, target_url)
 
 
 def drop_backup_schema(store: Store, ref: BackupRef) -> None:
     """Remove a PostgreSQL snapshot schema (tests and operators clean up with it)."""
-    kind, _, where = ref.location.partition(":")
-    if kind == "postgresql-schema":
-        store.backend.execute(f"DROP SCHEMA IF EXISTS {ident(where)} CASCADE")
+    drop_snapshot(store, ref.location)
