@@ -7,6 +7,12 @@ each asset materialized as its phase finishes. The run's state is kept in the le
 re-executed run picks up where it stopped without redoing committed work: a phase that raises
 fails the step once its state and resume point are saved. The two checks (every write
 audited; a second run would act on nothing) are evaluated in the step, after the report.
+
+Cadence: daily for an active store, weekly for a quiet one. A run the automation started after
+the collector first asks whether gardening is due (``memvault.gardener.cadence``); when no
+tended store is, the step materializes nothing (no garden run, nothing for the lint to follow),
+logs the reason and records it as an observation of ``garden_survey``. A run launched by hand
+is asked for, so it always gardens; its survey's metadata says whether the store was quiet.
 """
 
 import time
@@ -16,10 +22,12 @@ from typing import Any
 import dagster as dg
 
 from assets.common import OWNERS, STORE_POOL, after, as_metadata, kinds, with_upstream
+from memvault.gardener.cadence import Cadence, garden_due
 from memvault.gardener.figures import phase_figures, run_figures, survey_figures
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.run import Gardener, PhaseFailed
 from memvault.judge.store_cache import StoreJudgeCache
+from memvault.normalize import utcnow
 from resources import JudgeResource, StoreResource
 from resources.gardener import GardenerResource
 
@@ -28,6 +36,15 @@ GROUP = "gardener"
 
 def _root_run_id(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> str:
     return context.run.tags.get("dagster/root_run_id") or context.run.run_id
+
+
+#: The tag Dagster's automation puts on the runs it starts (the nightly chain); a run without it
+#: was launched by somebody (the UI, ``memvault garden``) and always gardens.
+AUTOMATED = "dagster/from_automation_condition"
+
+
+def _automated(context: dg.AssetExecutionContext) -> bool:
+    return context.run.tags.get(AUTOMATED) == "true"
 
 
 def _metadata(gardener: Gardener, started: float, **extra: Any) -> dict[str, Any]:
@@ -42,13 +59,17 @@ PHASE_TEXT = {
     "decay": "Memories untouched for 30 days lose one importance step (never below the minimum, "
     "never pinned ones); the least important get an expiry date instead of a deletion.",
     "split": "The worst over-long memories (over ~750 characters, at most 5 a run) are trimmed "
-    "to their gist, with the details moved to linked items; nothing is lost.",
+    "to their gist, with the details moved to linked items; nothing is lost. Only a model's "
+    "split is applied: without an LLM the split is proposed and the memory left as it is; an "
+    "approved split proposal is applied first.",
     "invalidate": "Stale facts in knowledge-graph stores retired by later ones, the timeline "
     "kept. On memvault's own store this rule belongs to the dream and is left to it.",
     "reconnect": "Orphan items (at most 10 a run) reconnected where exactly one link is "
     "possible; an unclear case is left as it is and recorded.",
-    "journal": "One journal entry: what came in since the last run, and one line on the "
-    "garden's state.",
+    "journal": "One journal entry every run, a quiet one too: what came in since the last run "
+    "and what changed about what (items merged, decayed and split by topic, the subjects of "
+    "retired facts), and one line on the garden's state naming where duplicates and over-long "
+    "items gather.",
 }
 SURVEY, REPORT = "garden_survey", "garden_report"
 WITH_SURVEY = with_upstream("with the gardener's survey")
@@ -62,6 +83,8 @@ def _spec(name: str, dep: str, description: str, **extra: Any) -> dg.AssetSpec:
         kinds=kinds(),
         owners=OWNERS,
         description=description,
+        # A night with nothing due materializes none of them (see the cadence above).
+        skippable=True,
         **({"automation_condition": WITH_SURVEY} | extra),
     )
 
@@ -74,7 +97,10 @@ SPECS = [
         "memory_embeddings",
         "Survey of every store to tend: what its tools can do "
         "(found by what they do), baseline counts, the window of items changed since the "
-        "last run, and a snapshot before the first run (and before every autonomous run).",
+        "last run, and a snapshot before the first run (and before every autonomous run). "
+        "Daily for an active store, weekly for a quiet one: on a night when no store is due "
+        "(fewer than quiet_items new or changed memory items since the last run, which was "
+        "less than quiet_days ago) nothing is gardened, and an observation here says why.",
         automation_condition=after("memory_embeddings", why="after the collector"),
     ),
     *(_spec(f"garden_{p}", _CHAIN[i], text) for i, (p, text) in enumerate(PHASE_TEXT.items())),
@@ -118,11 +144,21 @@ def garden(
     gardener: GardenerResource,
     store: StoreResource,
     llm: JudgeResource,
-) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
     selected = {key.to_user_string() for key in context.selected_asset_keys}
     with gardener.open(store) as (ledger, stores):
         judge = llm.build(cache=StoreJudgeCache(ledger.store))
         run = _Run(context, ledger, stores, judge, gardener)
+        if SURVEY in selected and run.run_id is None:  # a new garden run, not a re-execution
+            run.cadence = garden_due(ledger, stores, utcnow(), run.settings)
+            if not run.cadence.due and _automated(context):
+                context.log.info(f"Not gardening tonight: {run.cadence.reason}")
+                yield dg.AssetObservation(
+                    asset_key=SURVEY,
+                    description=f"Not gardened: {run.cadence.reason}",
+                    metadata=as_metadata(run.cadence.metadata()),
+                )
+                return
         for name in _CHAIN:
             if name in selected:
                 started = time.monotonic()
@@ -146,6 +182,7 @@ class _Run:
         self.settings = gardener.config()
         self.run_id = ledger.run_for_dagster(_root_run_id(context))
         self.garden: Gardener | None = None
+        self.cadence: Cadence | None = None
 
     def load(self) -> Gardener:
         if self.garden is None:
@@ -172,11 +209,13 @@ class _Run:
                 self.judge,
                 self.settings,
                 dagster_run_id=_root_run_id(self.context),
+                cadence=self.cadence,
             )
             self.run_id = self.garden.state.run_id
         # A re-executed run: the survey (and its snapshot) happened already.
         garden = self.load()
-        return _metadata(garden, started, **survey_figures(garden))
+        cadence = self.cadence.metadata() if self.cadence is not None else {}
+        return _metadata(garden, started, **survey_figures(garden), **cadence)
 
     def phase(self, phase: str, started: float) -> dict[str, Any]:
         garden = self.load()

@@ -68,17 +68,8 @@ def attitude_decay(
             opened, "attitude_decay", context,
             lambda run: decay_attitudes(opened, now, run, settings),
         )  # fmt: skip
-        current = binding(opened, now, settings)
+        stopped = report.stopped_rows(binding(opened, now, settings))
         waiting = len(list_items(opened, kinds=[REVIEW_KIND]))
-    stopped = [
-        {
-            "category": r["category"],
-            "statement": r["statement"],
-            "confidence": f"{r['decayed']:.2f}",
-            "days_since_evidence": f"{r['days_since_evidence']:.0f}",
-        }
-        for r in current.filter(current["id"].is_in(report.stopped_binding)).iter_rows(named=True)
-    ]
     return dg.MaterializeResult(
         metadata={
             "decayed": report.decayed,
@@ -91,7 +82,7 @@ def attitude_decay(
             "aged_to": timestamp(now),
             "run_id": run_id,
             "duration_s": round(time.monotonic() - started, 3),
-            "stopped_binding": md_table(stopped[:20]),
+            "stopped_binding": md_table(stopped),
         }
     )
 

@@ -128,6 +128,20 @@ class DecayReport:
             "stopped_binding": len(self.stopped_binding),
         }
 
+    def stopped_rows(self, current: pl.DataFrame, most: int = 20) -> list[dict[str, str]]:
+        """The preferences that stopped binding in this pass, as an orchestrator lists them:
+        category, statement, decayed confidence and days since their last evidence."""
+        stopped = current.filter(current["id"].is_in(self.stopped_binding))
+        return [
+            {
+                "category": r["category"],
+                "statement": r["statement"],
+                "confidence": f"{r['decayed']:.2f}",
+                "days_since_evidence": f"{r['days_since_evidence']:.0f}",
+            }
+            for r in stopped.head(most).iter_rows(named=True)
+        ]
+
 
 # -- reading ----------------------------------------------------------------------------------
 

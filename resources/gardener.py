@@ -39,6 +39,19 @@ class GardenerResource(dg.ConfigurableResource):
     max_judgments: int = setting(
         GardenConfig, "max_judgments", ge=0, description="Judgment budget per run"
     )
+    quiet_items: int = setting(
+        GardenConfig,
+        "quiet_items",
+        ge=0,
+        description="A store with fewer new or changed memory items than this since the last "
+        "garden run is quiet: the nightly run waits for more, or for quiet_days (0: every night)",
+    )
+    quiet_days: int = setting(
+        GardenConfig,
+        "quiet_days",
+        ge=1,
+        description="A quiet store is still gardened once this many days passed since its last run",
+    )
     embedder: str | None = Field(default=None, description="Embedder spec for duplicate checks")
 
     def config(self) -> GardenConfig:
@@ -46,6 +59,8 @@ class GardenerResource(dg.ConfigurableResource):
             mode=self.mode,  # type: ignore[arg-type]
             max_mutations=self.max_mutations,
             max_judgments=self.max_judgments,
+            quiet_items=self.quiet_items,
+            quiet_days=self.quiet_days,
         )
 
     def urls(self, store: StoreResource) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,8 +15,10 @@ from memvault.gardener.adapters.memvault_store import MemvaultGardenStore
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.run import GardenResult, run_garden
 from memvault.gardener.state import GardenConfig
+from memvault.gardener.tasks import GARDEN_TASKS
 from memvault.ingest import ingest_file
-from memvault.judge import HeuristicJudge, Judge
+from memvault.judge import HeuristicJudge, Judge, ScriptedJudge
+from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault_demo import DemoConfig, GroundTruth, generate, write_jsonl
 
@@ -34,6 +36,47 @@ def demo_file(directory: Path, sessions: int = 60, days: int = 120) -> tuple[Pat
 
 def seed(store: Store, path: Path) -> None:
     ingest_file(store, str(path))
+
+
+def a_new_session(
+    store: Store,
+    directory: Path,
+    memories: int,
+    *,
+    topic: str = "deploys",
+    texts: Sequence[str] = (),
+) -> str:
+    """One session collected now with ``memories`` new short memory items (and one per text of
+    ``texts``), through the real ingest path (what the collector does on an active day);
+    returns the session id."""
+    now = utcnow()
+    stamp = now.strftime("%Y%m%dT%H%M%S%f")
+    session = f"ses_new_{topic}_{stamp}"
+    records: list[dict[str, Any]] = [
+        {"type": "session", "id": session, "source": "claude-code", "started_at": now.isoformat(),
+         "title": f"Work on {topic}", "project": topic},
+        *(
+            {"type": "block", "session_id": session, "kind": "memory",
+             "text": f"New note {n} about {topic} written on {stamp}: step {n * 3} comes first.",
+             "created_at": (now + dt.timedelta(microseconds=n)).isoformat()}
+            for n in range(memories)
+        ),
+        *(
+            {"type": "block", "session_id": session, "kind": "memory", "text": text,
+             "created_at": (now + dt.timedelta(microseconds=memories + n)).isoformat()}
+            for n, text in enumerate(texts)
+        ),
+    ]  # fmt: skip
+    path = directory / f"{session}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ingest_file(store, str(path))
+    return session
+
+
+def rules_as_a_model() -> ScriptedJudge:
+    """A judge that answers every gardener question the way the offline rules do, but counts
+    as a model (a stand-in for an LLM): what the gardener does with a model's decisions."""
+    return ScriptedJudge({name: task.heuristic for name, task in GARDEN_TASKS.items()})
 
 
 def adapter(store: Store) -> MemvaultGardenStore:
@@ -86,13 +129,15 @@ def end_state(store: Store) -> dict[str, Any]:
     triples = store.fetch_df(
         "SELECT id, status, invalid_at, superseded_by FROM triples ORDER BY id"
     ).to_dicts()
+    # A proposal's id hashes the store's name (its URL): two stores compare by what is proposed.
     proposals = store.fetch_df(
-        "SELECT id, kind, target_id, status, proposal FROM review_queue ORDER BY id"
+        "SELECT kind, target_id, status, proposal FROM review_queue ORDER BY kind, target_id"
     ).to_dicts()
     for p in proposals:
         body = json.loads(p.pop("proposal"))
         p["related"] = body.get("related")
         p["certain"] = body.get("certain")
+    proposals.sort(key=lambda p: (p["kind"], p["target_id"] or "", p["related"] or []))
     mentions = [r[0] for r in store.fetch("SELECT id FROM mentions ORDER BY id")]
     return {
         "blocks": [{k: _plain(v) for k, v in b.items()} for b in blocks],

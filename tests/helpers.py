@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,11 @@ _SKILL_LEVEL = re.compile(
 )
 
 
-def internal_codes(text: str) -> list[str]:
+def internal_codes(text: str, names: Iterable[str] = ()) -> list[str]:
     """The internal clause ids in text a user reads (skill levels named with their words are
-    allowed)."""
+    allowed, and so are ``names``: the store's own entities, such as the tool "S3")."""
+    for name in sorted(names, key=len, reverse=True):
+        text = text.replace(name, "")
     return [m.group(0) for m in CLAUSE.finditer(_SKILL_LEVEL.sub("", text))]
 
 

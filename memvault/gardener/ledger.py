@@ -165,6 +165,13 @@ class Ledger:
         with self.store.transaction():
             self.store.backend.insert_df("audit_log", row, on_conflict="error")
 
+    def targets(self, run_id: str) -> set[str]:
+        """Ids of everything the run wrote (its audit rows in this store)."""
+        rows = self.store.fetch(
+            "SELECT DISTINCT target_id FROM audit_log WHERE run_id = :r", {"r": run_id}
+        )
+        return {str(r[0]) for r in rows if r[0] is not None}
+
     def audit_rows(self, run_id: str) -> int:
         return int(
             self.store.fetch("SELECT count(*) FROM audit_log WHERE run_id = :r", {"r": run_id})[0][

@@ -8,8 +8,9 @@ that phase with the item it stopped at, before anything is written. Ledger write
 budget (settling a stale proposal) are refused and counted as acts too. The rehearsal's own
 state is never saved, no snapshot is taken and nothing is begun in ``runs``.
 
-The journal is left out: a run always writes its journal entry, which records the run and
-changes no memory. Judgments are allowed (up to the run's judgment budget), through the same
+The journal is left out: every run writes its journal entry, a quiet one too ("nothing new
+since …"), and the entry records the run (outside the mutation budget, like the report)
+rather than tends memory; a run right after a clean one acts on nothing but it. Judgments are allowed (up to the run's judgment budget), through the same
 cached judge, so the questions the last run asked cost nothing; a rehearsal that runs out of
 judgments says it could not tell.
 """

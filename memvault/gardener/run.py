@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from memvault.gardener.adapter import Capability, Change, GardenStore, WriteContext
 from memvault.gardener.budget import Budget, BudgetSpent
-from memvault.gardener.capabilities import Survey, survey
+from memvault.gardener.cadence import Cadence, garden_due
+from memvault.gardener.capabilities import Survey, survey, survey_and_bind
 from memvault.gardener.ledger import Ledger
 from memvault.gardener.outcome import Outcome
 from memvault.gardener.phases import APPROVED_ONLY, PHASE_FUNCTIONS, PhaseContext
@@ -32,6 +33,9 @@ from memvault.normalize import utcnow
 from memvault.testing_hooks import pause_point
 
 REPORT_KIND = "garden-report"
+#: Phases that record the run rather than tend memory: they run for a store that stopped
+#: early too (its entry says where it stopped), and never replace its resume point.
+RECORDS = frozenset({"journal"})
 
 
 class PhaseFailed(RuntimeError):
@@ -77,13 +81,7 @@ class Gardener:
         self.budget = Budget.from_dict(state.budget)
         self.surveys: dict[str, Survey] = {}
         for store in self.stores:
-            found = survey(store.name, store.tools())
-            store.bind(found.mapping)
-            # A tool that looked right but the adapter cannot serve is not a capability.
-            for capability, why in getattr(store, "declined", {}).items():
-                found.mapping.pop(capability, None)
-                found.evidence[capability] = f"declined: {why}"
-            self.surveys[store.name] = found
+            self.surveys[store.name] = survey_and_bind(store)
 
     # -- creation -------------------------------------------------------------------------
 
@@ -97,8 +95,12 @@ class Gardener:
         *,
         run_id: str | None = None,
         dagster_run_id: str | None = None,
+        cadence: Cadence | None = None,
     ) -> Gardener:
-        """Create the run (``runs`` row of kind ``garden``) and do GD0 for every store."""
+        """Create the run (``runs`` row of kind ``garden``) and do GD0 for every store.
+
+        ``cadence`` is whether the run was due (checked before it began); a run that was
+        asked for runs either way, and its outcome says when the stores were quiet."""
         config = config or GardenConfig()
         params = {
             "stores": [s.name for s in stores],
@@ -117,6 +119,7 @@ class Gardener:
             config=config.as_dict(),
             budget=Budget(config.max_mutations, config.max_judgments).as_dict(),
             judge={"kind": judge.kind},
+            cadence=cadence.as_dict() if cadence is not None else None,
         )
         gardener = cls(ledger, stores, judge, state)
         gardener._survey_all()
@@ -250,8 +253,9 @@ class Gardener:
                 self.state.errors = [
                     e for e in self.state.errors if not _error_of(e, phase, store.name)
                 ]
-            if phase in srun.done or srun.stop is not None:
+            if phase in srun.done or (srun.stop is not None and phase not in RECORDS):
                 continue
+            stopped = srun.stop  # where a store that stopped early resumes (kept as it is)
             owner_note = getattr(store, "delegated", {}).get(phase)
             if owner_note:  # a rule another track owns on this store: say so, leave it
                 self.state.skip(phase, f"{owner_note} ({store.name})")
@@ -289,13 +293,17 @@ class Gardener:
                 step(ctx)
                 pause_point(f"garden-{phase}")
             except BudgetSpent as spent:
-                srun.stop = {
+                srun.stop = stopped or {
                     "phase": phase,
                     "cursor": spent.cursor,
                     "reason": f"{spent.kind} budget spent",
                 }
             except Exception as exc:
-                srun.stop = {"phase": phase, "cursor": dict(srun.cursor), "reason": f"error: {exc}"}
+                srun.stop = stopped or {
+                    "phase": phase,
+                    "cursor": dict(srun.cursor),
+                    "reason": f"error: {exc}",
+                }
                 failures.append(
                     f"{phase_label(phase)} on {store.name}: {type(exc).__name__}: {exc}"
                 )
@@ -441,6 +449,10 @@ class Gardener:
                 f"{self.state.report_id}: {acted} action(s), {self.state.proposals} proposal(s), "
                 f"resume point {report.resume_point}"
             )
+            cadence = self.state.cadence or {}
+            if cadence.get("quiet"):
+                asked = "" if cadence.get("due") else "Run on request although not due: "
+                summary += f". {asked}{cadence.get('reason', '')}"
         else:
             failed = [c for c, passed in checks if not passed]
             summary = f"Memory gardening failed: {'; '.join(failed)}"
@@ -455,8 +467,11 @@ def run_garden(
     *,
     run_id: str | None = None,
 ) -> GardenResult:
-    """The whole ceremony in-process: survey, phases within the budget, report."""
-    gardener = Gardener.start(ledger, stores, judge, config, run_id=run_id)
+    """The whole ceremony in-process: survey, phases within the budget, report. It was asked
+    for, so it runs whether or not it is due (the state says which)."""
+    config = config or GardenConfig()
+    cadence = garden_due(ledger, stores, utcnow(), config)
+    gardener = Gardener.start(ledger, stores, judge, config, run_id=run_id, cadence=cadence)
     gardener.run_all()
     return gardener.finish()
 

@@ -26,6 +26,10 @@ PHASE_LABELS: dict[str, str] = {
     "report": "write the report",
 }
 _CODED_LABEL = re.compile(r"GD\d (\w+)")
+#: Targets remembered per action for the journal (the count goes on past it).
+LEARNED_CAP = 50
+#: Items remembered by how many duplicate candidate pairs they are in.
+CROWDED_CAP = 100
 
 
 def phase_label(phase: str) -> str:
@@ -72,12 +76,19 @@ class GardenConfig:
     #: One value at a time but not expected to change: a change is proposed, never executed.
     stable_predicates: tuple[str, ...] = field(default_factory=lambda: grounded_predicates()[1])
     backup: bool = True
+    #: Cadence (GD10): a store with fewer new or changed memory items than this since the last
+    #: garden run is quiet, and its nightly run waits (0: every night is due).
+    quiet_items: int = 5
+    #: A quiet store is still gardened once this many days passed since its last run.
+    quiet_days: int = 7
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.max_mutations < 0 or self.max_judgments < 0:
             raise ValueError("budgets cannot be negative")
+        if self.quiet_items < 0 or self.quiet_days < 1:
+            raise ValueError("quiet_items cannot be negative and quiet_days must be at least 1")
         self.functional_predicates = tuple(self.functional_predicates)
         self.stable_predicates = tuple(self.stable_predicates)
 
@@ -118,11 +129,36 @@ class StoreRun:
     backup: str | None = None
     splits_done: int = 0
     reconnects_done: int = 0
+    #: What the journal tells of this run here: ``changed`` / ``proposed`` (action → count and
+    #: the first targets with a short label), ``window_items``, ``candidate_pairs``,
+    #: ``kept_apart`` and ``crowded`` (item → the duplicate candidate pairs it is in).
+    learned: dict[str, Any] = field(default_factory=dict)
 
     @property
     def resume(self) -> dict[str, Any] | None:
         """Where the next run starts: where this one stopped, else a capped phase, else None."""
         return self.stop or self.pending
+
+    def learn(self, kind: str, action: str, target: str, label: str | None = None) -> None:
+        """Remember a change (``kind`` "changed") or a proposal ("proposed") for the journal."""
+        entry = self.learned.setdefault(kind, {}).setdefault(action, {"n": 0, "items": []})
+        entry["n"] += 1
+        if len(entry["items"]) < LEARNED_CAP:
+            entry["items"].append([target, label])
+
+    def tally(self, name: str, n: int = 1) -> None:
+        """Add to one of the journal's counters (``window_items``, ``kept_apart`` ...)."""
+        self.learned[name] = int(self.learned.get(name, 0)) + n
+
+    def crowd(self, pairs: list[tuple[str, str]]) -> None:
+        """Count the duplicate candidate pairs each item is in (the most crowded kept)."""
+        counts: dict[str, int] = self.learned.setdefault("crowded", {})
+        for a, b in pairs:
+            counts[a] = counts.get(a, 0) + 1
+            counts[b] = counts.get(b, 0) + 1
+        if len(counts) > CROWDED_CAP:
+            kept = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:CROWDED_CAP]
+            self.learned["crowded"] = dict(kept)
 
     def resume_text(self) -> str:
         resume = self.resume
@@ -155,6 +191,8 @@ class RunState:
     errors: list[str] = field(default_factory=list)
     judge: dict[str, Any] = field(default_factory=dict)
     phase_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Whether the night's run was due on these stores, and why (see ``cadence.Cadence``).
+    cadence: dict[str, Any] | None = None
     report_id: str | None = None
     report_text: str | None = None
     report_read_back: bool | None = None

@@ -139,3 +139,26 @@ def test_tiering_runs_at_five_on_a_day_without_a_dream(daemon: Daemon) -> None:
     assert daemon.tick(day + dt.timedelta(minutes=20)) == {(frozenset(LIFECYCLE), None)}
     daemon.materialized(*LIFECYCLE)
     assert daemon.tick(day + dt.timedelta(minutes=40)) == set()
+
+
+def test_a_quiet_night_of_the_gardener_leads_to_no_lint(daemon: Daemon) -> None:
+    """On a quiet store the gardener's step materializes nothing and observes its survey with
+    the reason: the lint, which follows the gardener's report, is not asked for; the next
+    night's collector asks for the gardener again."""
+    night = dt.datetime(2026, 12, 2, 2, 0, tzinfo=dt.UTC)
+    yesterday = DAILY_PARTITIONS.get_partition_keys(current_time=night)[-1]
+    assert daemon.tick(night) == set()
+    daemon.materialized("collected_sessions", "memory_embeddings")
+    assert (frozenset(GARDEN | LAYERS), None) in daemon.tick(night + dt.timedelta(minutes=20))
+    daemon.instance.report_runless_asset_event(
+        dg.AssetObservation("garden_survey", description="Not gardened: the store is quiet")
+    )
+    daemon.materialized(*LAYERS)
+    daemon.materialized(*PROFILE, partition=yesterday)
+    assert daemon.tick(night + dt.timedelta(minutes=50)) == set()
+    later = daemon.tick(night + dt.timedelta(hours=20))  # tiering at 05:00, never the lint
+    assert not any(LINT & names for names, _ in later)
+
+    next_night = night + dt.timedelta(days=1)
+    daemon.materialized("collected_sessions", "memory_embeddings")
+    assert (frozenset(GARDEN | LAYERS), None) in daemon.tick(next_night + dt.timedelta(minutes=20))

@@ -47,7 +47,10 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert consolidate["judge"] == "heuristic" and consolidate["llm_calls"] == 0
     assert consolidate["supersedes"] >= len(truth.employer_timeline) - 1
     prune = metadata(first, "dream_prune")
-    assert prune["dry_run"] is False and isinstance(prune["last_dream_at"], float)
+    assert prune["dry_run"] is False
+    # The run report shows the time as the shell does: an ISO time in UTC, today.
+    last = dt.datetime.fromisoformat(prune["last_dream_at"])
+    assert last.tzinfo is not None and abs(dt.datetime.now(dt.UTC) - last) < dt.timedelta(hours=1)
     reflect = metadata(first, "dream_reflect")
     assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
     signal = metadata(first, "dream_discoveries")

@@ -15,8 +15,8 @@ from memvault.gardener.report import parse_report
 from memvault.normalize import utcnow
 from resources import JudgeResource, StoreResource
 from resources.gardener import GardenerResource
-from tests.garden_support import demo_file, drop_backup_schemas, seed
-from tests.helpers import asset_metadata
+from tests.garden_support import a_new_session, demo_file, drop_backup_schemas, seed
+from tests.helpers import asset_metadata, internal_codes
 
 ASSETS = [garden]  # the survey, the six phases, the report and the two checks: one step
 PHASE_ASSETS = [
@@ -228,3 +228,65 @@ def test_a_second_run_right_after_a_clean_one_acts_on_nothing(small_store: str) 
     assert not found.idle
     assert any(a.startswith("decay on ") and stale in a for a in found.acts), found.acts
     assert _written(small_store) == before, "a rehearsal writes nothing"
+
+
+#: What Dagster's automation puts on the runs it starts (the nightly chain after the collector).
+NIGHTLY = {"dagster/from_automation_condition": "true"}
+
+
+def _garden_runs(url: str) -> int:
+    with memvault.open(url) as store:
+        return int(store.fetch("SELECT count(*) FROM runs WHERE kind = 'garden'")[0][0])
+
+
+def test_a_quiet_night_is_skipped_with_its_reason_and_a_busy_one_gardens(
+    store_url: str, tmp_path: Path
+) -> None:
+    with memvault.open(store_url) as store:
+        a_new_session(store, tmp_path, 6, topic="billing")
+    resources = {
+        "gardener": GardenerResource(embedder="hashing"),
+        "store": StoreResource(url=store_url),
+        "llm": JudgeResource(),
+    }
+    try:
+        first = dg.materialize(ASSETS, resources=resources, tags=NIGHTLY)
+        assert first.success and _materialized(first) == set(PHASE_ASSETS)
+        survey = asset_metadata(first, "garden_survey")
+        assert survey["garden_due"] is True and "never gardened" in survey["cadence"]
+
+        # Nothing came in since: the night's step gardens nothing and says why.
+        quiet = dg.materialize(ASSETS, resources=resources, tags=NIGHTLY)
+        assert quiet.success and _materialized(quiet) == set()
+        assert not quiet.get_asset_check_evaluations()
+        [seen] = [
+            e.event_specific_data.asset_observation  # type: ignore[union-attr]
+            for e in quiet.all_events
+            if e.event_type_value == "ASSET_OBSERVATION"
+        ]
+        assert seen.asset_key == dg.AssetKey("garden_survey")
+        shown = {k: v.value for k, v in seen.metadata.items()}
+        assert shown["garden_due"] is False and shown["quiet"] is True
+        assert "is quiet: 0 new or changed memory item(s)" in str(shown["cadence"])
+        assert "at the latest" in str(seen.description)
+        assert not internal_codes(str(seen.description) + str(shown))
+        assert _garden_runs(store_url) == 1, "a skipped night starts no garden run"
+
+        # Somebody asks for a run on the quiet store: it gardens, and says the store was quiet.
+        asked = dg.materialize(ASSETS, resources=resources)
+        assert asked.success and _materialized(asked) == set(PHASE_ASSETS)
+        assert asset_metadata(asked, "garden_survey")["quiet"] is True
+        summary = asset_metadata(asked, "garden_report")["outcome_summary"]
+        assert "Run on request although not due" in summary and "is quiet" in summary
+
+        # The collector brought a busy day: the next night gardens.
+        with memvault.open(store_url) as store:
+            a_new_session(store, tmp_path, 5, topic="search")
+        busy = dg.materialize(ASSETS, resources=resources, tags=NIGHTLY)
+        assert busy.success and _materialized(busy) == set(PHASE_ASSETS)
+        assert [e.passed for e in busy.get_asset_check_evaluations()] == [True, True]
+        survey = asset_metadata(busy, "garden_survey")
+        assert survey["garden_due"] is True and "is active" in survey["cadence"]
+        assert _garden_runs(store_url) == 3
+    finally:
+        drop_backup_schemas(store_url)

@@ -46,6 +46,12 @@ def _stage_seconds(result: dg.ExecuteInProcessResult) -> dict[str, float]:
     return out
 
 
+def _applied(result: dg.ExecuteInProcessResult) -> dict[str, int]:
+    """What consolidate wrote: its actions by kind and its rows."""
+    figures = metadata(result, "dream_consolidate")
+    return {k: figures[k] for k in ("merges", "supersedes", "reopens", "coexist", "rows_written")}
+
+
 @pytest.mark.perf
 @pytest.mark.timeout(7200)  # a full dream on a busy 2-core machine can take several minutes
 def test_dream_full_incremental_and_rerun(tmp_path: Path) -> None:
@@ -60,7 +66,7 @@ def test_dream_full_incremental_and_rerun(tmp_path: Path) -> None:
 
     full_s, full = _timed(url)
     print(f"full dream: {full_s:.1f} s  stages {_stage_seconds(full)}  peak RSS {_rss_mb():.0f} MB")
-    print(f"  consolidate applied {metadata(full, 'dream_consolidate')['applied']}")
+    print(f"  consolidate applied {_applied(full)}")
 
     with memvault.open(url) as store:
         ingest_file(store, holdout)
@@ -72,9 +78,7 @@ def test_dream_full_incremental_and_rerun(tmp_path: Path) -> None:
         f"peak RSS {_rss_mb():.0f} MB"
     )
     rerun_s, rerun = _timed(url)
-    print(
-        f"immediate re-run: {rerun_s:.1f} s, consolidate {metadata(rerun, 'dream_consolidate')['applied']}"
-    )
+    print(f"immediate re-run: {rerun_s:.1f} s, consolidate {_applied(rerun)}")
     rss = _rss_mb()
     print(f"peak RSS {rss:.0f} MB (target ≤ 4096)")
 

@@ -31,6 +31,7 @@ from tests.garden_support import (
     drop_backup_schemas,
     end_state,
     garden,
+    rules_as_a_model,
     seed,
     until_clean,
 )
@@ -135,9 +136,21 @@ def test_runs_resume_until_clean_then_find_nothing_and_match_one_unlimited_run(
             assert again.succeeded
             assert sum(again.state.actions.values()) == 0 and again.state.proposals == 0
             assert end_state(budgeted) == state
-            # ... and the one after that writes nothing at all and asks no judgment.
+            # ... and the one after that asks no judgment and writes nothing but its journal
+            # entry (saying so) and its report.
             last = garden(budgeted, **settings)
-            assert last.state.changes == 0 and last.state.budget["judgments"] == 0
+            assert last.state.changes == 1 and last.state.budget["judgments"] == 0
+            assert last.state.budget["mutations"] == 0
+            written = budgeted.fetch(
+                "SELECT target_table, action FROM audit_log WHERE run_id = :r ORDER BY 1",
+                {"r": last.run_id},
+            )
+            assert written == [("artifacts", "report"), ("diary", "journal")]
+            (entry,) = budgeted.fetch(
+                "SELECT text FROM diary WHERE run_id = :r", {"r": last.run_id}
+            )
+            assert "nothing new since" in entry[0]
+            assert end_state(budgeted) == state
     finally:
         drop_backup_schemas(store_url)
         drop_backup_schemas(other_url)
@@ -153,7 +166,14 @@ def test_runs_resume_until_clean_then_find_nothing_and_match_one_unlimited_run(
 
 def test_autonomous_archives_and_invalidates_never_deletes(seeded: Store) -> None:
     before = counts(seeded)
-    result = garden(seeded, mode="autonomous", first_run_items=UNLIMITED, **EVERYTHING)
+    # A model decides the splits (the offline rules' splits are only proposed).
+    result = garden(
+        seeded,
+        judge=rules_as_a_model(),
+        mode="autonomous",
+        first_run_items=UNLIMITED,
+        **EVERYTHING,
+    )
     assert result.succeeded, result.report
     after = counts(seeded)
     assert all(after[t] >= n for t, n in before.items()), (before, after)
@@ -308,7 +328,8 @@ def test_scripted_curator_merges_keep_every_detail(seeded: Store) -> None:
 
 
 def test_a_fix_that_comes_back_switches_to_proposing(seeded: Store) -> None:
-    first = garden(seeded, mode="autonomous", **EVERYTHING)
+    model = rules_as_a_model()  # a model's splits are applied: the fix that can come back
+    first = garden(seeded, judge=model, mode="autonomous", **EVERYTHING)
     parent = seeded.fetch(
         "SELECT target_id, before_image FROM audit_log WHERE run_id = :r AND action = 'split-trim' LIMIT 1",
         {"r": first.run_id},
@@ -318,7 +339,7 @@ def test_a_fix_that_comes_back_switches_to_proposing(seeded: Store) -> None:
     # An agent writes the bloated text back.
     with seeded.mutation("agent-run", "agent") as m:
         m.update("blocks", parent_id, {"text": json.loads(image)["text"]}, action="agent-write")
-    second = garden(seeded, mode="autonomous", **EVERYTHING)
+    second = garden(seeded, judge=model, mode="autonomous", **EVERYTHING)
     report = parse_report(second.report)
     assert any("idempotency rule" in why and parent_id in why for _, why in report.skipped), (
         second.report
@@ -365,6 +386,7 @@ def test_a_capped_phase_is_not_clean_until_its_work_is_done(seeded: Store) -> No
     """More over-long items than one run may split: the resume point names the split phase
     until every one is handled, and then the next run acts on nothing."""
     settings: dict[str, Any] = {
+        "judge": rules_as_a_model(),  # a model's splits are applied, and capped
         "mode": "autonomous",
         "max_mutations": UNLIMITED,
         "max_judgments": UNLIMITED,

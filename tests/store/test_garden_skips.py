@@ -92,6 +92,11 @@ def test_a_poor_store_is_tended_as_far_as_it_can(duck_store: Store) -> None:
     stored = duck_store.get_row("artifacts", result.state.report_id or "")
     assert stored is not None and stored["content"] == result.report
     assert "remove_note" in result.state.stores["notes:test"].survey["unused_destructive"]
+    # A quiet run after it adds no second summary: a memory saying nothing happened is noise.
+    again = run_garden(Ledger(duck_store), [notes], HeuristicJudge(), GardenConfig())
+    assert again.succeeded, again.outcome.summary
+    assert [i.id for i in notes.items if "garden-summary" in i.tags] == [summary.id]
+    assert any("no garden-summary item" in n for n in again.state.notes)
 
 
 def test_a_child_of_a_merged_away_item_is_reconnected(duck_store: Store) -> None:

@@ -10,7 +10,7 @@ from memvault.gardener.phases.dedup import run_dedup, run_dedup_approved
 from memvault.gardener.phases.invalidate import run_invalidate, run_invalidate_approved
 from memvault.gardener.phases.journal import run_journal
 from memvault.gardener.phases.reconnect import run_reconnect
-from memvault.gardener.phases.split import run_split
+from memvault.gardener.phases.split import run_split, run_split_approved
 
 PHASE_FUNCTIONS: dict[str, Callable[[PhaseContext], None]] = {
     "dedup": run_dedup,
@@ -24,6 +24,7 @@ PHASE_FUNCTIONS: dict[str, Callable[[PhaseContext], None]] = {
 #: What a run that resumes past a phase still does there: execute approved proposals first.
 APPROVED_ONLY: dict[str, Callable[[PhaseContext], None]] = {
     "dedup": run_dedup_approved,
+    "split": run_split_approved,
     "invalidate": run_invalidate_approved,
 }
 

@@ -2,8 +2,10 @@
 
 All writes of a phase go through :meth:`PhaseContext.write` (a change to the
 tended store: budgeted, counted, audited in the ledger when the store does not
-audit itself) or :meth:`PhaseContext.propose` (a proposal in the ledger). So
-the run knows exactly how many audit rows it must have produced.
+audit itself) or :meth:`PhaseContext.propose` (a proposal in the ledger); the
+journal, a record of the run like the report, through :meth:`PhaseContext.record`
+(audited and counted, outside the mutation budget). So the run knows exactly how
+many audit rows it must have produced, and the journal what was changed.
 """
 
 from __future__ import annotations
@@ -72,14 +74,39 @@ class PhaseContext:
     def _target_table(self, change: Change) -> str:
         return change.target_kind if change.audited else f"{self.store.name}#{change.target_kind}"
 
-    def write(self, action: str, reason: str, do: Callable[[WriteContext], Change]) -> Change:
-        """One budgeted, audited change to the tended store (call ``need`` first for groups)."""
+    def write(
+        self,
+        action: str,
+        reason: str,
+        do: Callable[[WriteContext], Change],
+        *,
+        label: str | None = None,
+    ) -> Change:
+        """One budgeted, audited change to the tended store (call ``need`` first for groups).
+        ``label``: what the change is about in a few words, for the journal (a fact's
+        statement; items are described from the store when the journal is written)."""
         if self.srun.blocked:
             raise RuntimeError(f"{self.store.name} is blocked from mutation: {self.srun.blocked}")
         self.budget.need_mutations(1, self.cursor)
+        change = self._apply(action, reason, do, budgeted=True)
+        self.srun.learn("changed", action, change.target_id, label)
+        return change
+
+    def record(self, action: str, reason: str, do: Callable[[WriteContext], Change]) -> Change:
+        """One audited write that records the run rather than tends memory (the journal):
+        outside the mutation budget, like the report, so a run that spent its budget still
+        writes it."""
+        if self.srun.blocked:
+            raise RuntimeError(f"{self.store.name} is blocked from mutation: {self.srun.blocked}")
+        return self._apply(action, reason, do, budgeted=False)
+
+    def _apply(
+        self, action: str, reason: str, do: Callable[[WriteContext], Change], *, budgeted: bool
+    ) -> Change:
         ctx = WriteContext(self.run.run_id, self.phase, reason, action)
         change = do(ctx)
-        self.budget.spend_mutation()
+        if budgeted:
+            self.budget.spend_mutation()
         self.run.changes += 1
         if not change.audited:
             self.ledger.audit_external(self.run.run_id, self.phase, self.store.name, change, reason)
@@ -152,6 +179,7 @@ class PhaseContext:
         self.budget.spend_mutation()
         self.run.expected_audit += 1
         self.run.proposals += 1
+        self.srun.learn("proposed", action, target_id, (detail or {}).get("label"))
         if line is not None:
             line.why = f"{line.why} [{pid}]" if line.why else f"[{pid}]"
             self.op(line)
@@ -180,10 +208,23 @@ class PhaseContext:
     # -- judgments ------------------------------------------------------------------------
 
     def ask(self, task: JudgeTask[RequestT, ReplyT], request: RequestT) -> ReplyT:
+        return self.ask_judged(task, request)[0]
+
+    def ask_judged(
+        self, task: JudgeTask[RequestT, ReplyT], request: RequestT
+    ) -> tuple[ReplyT, bool]:
+        """The reply, and whether it came from the offline rules rather than a model.
+
+        The judge layer counts every rule-based answer as a ``heuristic_answers`` (the
+        offline judge always, a model-backed one when it falls back to the rules), so the
+        count moving during the question is what marks the reply, whatever its confidence.
+        """
         self.budget.need_judgments(1, self.cursor)
+        before = self.judge.stats.as_dict().get("heuristic_answers", 0)
         reply = self.judge.ask(task, request)
+        by_rules = self.judge.stats.as_dict().get("heuristic_answers", 0) > before
         self.budget.spend_judgment()
-        return reply
+        return reply, by_rules
 
 
 def record(item: MemoryItem) -> MemoryRecord:

@@ -173,12 +173,15 @@ def _scan_window(ctx: PhaseContext, can_merge: bool) -> None:
         tended = [item for item in page if GARDEN_SUMMARY_TAG not in item.tags]
         order = {item.id: n for n, item in enumerate(tended)}
         metrics["window_items"] += len(tended)
+        ctx.srun.tally("window_items", len(tended))
         pairs = ctx.store.duplicate_candidates(list(order), ctx.config.similarity)
         seconds = getattr(getattr(ctx.store, "last_similarity", None), "seconds", None)
         if seconds is not None:
             metrics["search_s"] = round(metrics["search_s"] + float(seconds), 4)
             metrics["method"] = getattr(ctx.store.last_similarity, "method", "")  # type: ignore[attr-defined]
         metrics["candidate_pairs"] += len(pairs)
+        ctx.srun.tally("candidate_pairs", len(pairs))
+        ctx.srun.crowd([(p.a_id, p.b_id) for p in pairs])
         score = {pair_key(p.a_id, p.b_id): p.similarity for p in pairs}
         fresh = [(p.a_id, p.b_id) for p in pairs if pair_key(p.a_id, p.b_id) not in judged]
         clusters = _components(fresh)
@@ -222,6 +225,7 @@ def _judge_cluster(
             _decide_merge(ctx, [a, b], reply.confidence, reply.reason, can_merge, sim)
         elif reply.verdict == "keep_both":
             ctx.defer(f"{pair} — kept both: {reply.reason}")
+            ctx.srun.tally("kept_apart")
         else:
             _uncertain(ctx, [a, b], reply.confidence, reply.reason, sim)
         return
@@ -254,6 +258,7 @@ def _judge_cluster(
     kept = sorted(set(by_id) - grouped)
     if len(kept) >= 2:
         ctx.defer(f"{' ↔ '.join(kept)} — kept apart by the curator")
+        ctx.srun.tally("kept_apart")
 
 
 def _best_score(members: list[MemoryItem], score: dict[str, float]) -> float:

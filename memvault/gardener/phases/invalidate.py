@@ -32,6 +32,11 @@ def _label(fact: Fact) -> str:
     )
 
 
+def _topic(fact: Fact) -> str:
+    """What a fact is about: its subject and predicate (the journal names retired facts so)."""
+    return preview(f"{fact.subject_label or fact.subject} {fact.predicate}")
+
+
 def _naive(when: dt.datetime) -> dt.datetime:
     return when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
 
@@ -160,6 +165,7 @@ def _retire(ctx: PhaseContext, old: Fact, new: Fact, can_invalidate: bool) -> No
             lambda w: ctx.store.invalidate_fact(
                 w, old.id, invalid_at=new.valid_at or new.created_at, superseded_by=new.id
             ),
+            label=_topic(old),
         )
         ctx.op(OpLine("EXECUTED", "INVALIDATE", old.id, new.id, _label(old)))
         ctx.run.count("invalidations")
@@ -203,6 +209,7 @@ def _execute_approved(ctx: PhaseContext) -> None:
             lambda w, old=old, new=new: ctx.store.invalidate_fact(  # type: ignore[misc]
                 w, old.id, invalid_at=new.valid_at or new.created_at, superseded_by=new.id
             ),
+            label=_topic(old),
         )
         ctx.op(OpLine("EXECUTED", "INVALIDATE", old.id, new.id, _label(old)))
         ctx.run.count("invalidations")
