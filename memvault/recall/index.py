@@ -39,7 +39,13 @@ from memvault.recall.dates import days_asked, days_meant, with_dates
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.fusion import Signals, fuse_parts
 from memvault.recall.keywords import KeywordIndex
-from memvault.recall.speakers import said_by, speaker_mentions, speakers_named
+from memvault.recall.speakers import (
+    person_words,
+    said_by,
+    speaker_mentions,
+    speakers_named,
+    without_people,
+)
 from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
 
@@ -247,6 +253,8 @@ class SearchIndex:
     built_asked: np.ndarray | None = field(default=None, repr=False)
     #: Each block of a session changed since the build, with the question it replies to now.
     replies: dict[str, str | None] = field(default_factory=dict, repr=False)
+    #: The words that name a person here (see :meth:`vector_query`), read on first use.
+    _people: frozenset[str] | None = field(default=None, repr=False)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -365,6 +373,7 @@ class SearchIndex:
             [self.delta_asks.get(i, False) for i in self.delta.ids], dtype=bool
         )
         self._relink(store, touched)
+        self._people = None
         self.marks = now
         self.refreshes += 1
         return self
@@ -399,6 +408,14 @@ class SearchIndex:
         self.main.asked, self.delta.asked = asked[:n], asked[n:]
 
     # -- searching ----------------------------------------------------------------------------
+
+    def vector_query(self, query: str) -> str:
+        """What the query's vector is made of: the query without the people it names (who it
+        is about counts through mentions and speakers; see :mod:`memvault.recall.speakers`)."""
+        if self._people is None:
+            speakers = {k for seg in (self.main, self.delta) for k in seg.said}
+            self._people = person_words(self.matcher, speakers)
+        return without_people(query, self._people)
 
     @property
     def has_vectors(self) -> bool:

@@ -215,7 +215,9 @@ class Recaller:
         index = index or self.ready(store)
         vector = None
         if index.has_vectors:
-            vector = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+            vector = np.asarray(
+                self.embedder.embed([index.vector_query(query)])[0], dtype=np.float32
+            )
         currency = self.currency(store, entity_ids, intent)
         want = max(limit, MIN_CANDIDATES // CANDIDATES_PER_RESULT) * CANDIDATES_PER_RESULT
         candidates = index.score(

@@ -10,6 +10,12 @@ A speaker the extractor never made an entity of (a name that only ever appears a
 prefix, or one typed in lower case, "elise: ...") is still the person a question names:
 :func:`said_by` keeps, per speaker, the blocks they said, and a query that names a speaker
 (the whole name or its first word) favours those blocks as it would an entity's.
+
+The people a query names are *who* it asks about, which the boost above answers; they are
+not *what* it asks. Left in the text the query's vector is made of, a name pulls that vector
+toward every short turn that names the person ("Hey Kate!", "What about you, Kate?") and
+away from the turn that answers. So the vector is made of the query without them
+(:func:`without_people`); keywords keep every word.
 """
 
 from __future__ import annotations
@@ -108,3 +114,37 @@ def speakers_named(query: str, speakers: Collection[tuple[str, ...]]) -> list[tu
         if f" {' '.join(key)} " in text
         or (len(key) > 1 and len(key[0]) >= 3 and key[0] in capitalized and key[0] in tokens)
     ]
+
+
+def person_words(matcher: EntityMatcher, speakers: Collection[tuple[str, ...]]) -> frozenset[str]:
+    """The lower-case words that name a person in this store: the speakers' names, one-word
+    names of person entities and the first names of people."""
+    found = {w for key in speakers for w in key}
+    found.update(matcher.first_names)
+    found.update(
+        key[0]
+        for key, eid in matcher.names.items()
+        if len(key) == 1 and (e := matcher.by_id.get(eid)) is not None and e.entity_type == "person"
+    )
+    return frozenset(w for w in found if w not in STOPWORDS)
+
+
+def without_people(query: str, people: Collection[str]) -> str:
+    """``query`` without the capitalized words that name a person of ``people`` (lower-case
+    name words, see :func:`person_words`); the query itself when nothing but stop words
+    would be left ("Who is Kate?")."""
+    kept = [w for w in query.split() if not (w[:1].isupper() and _name_word(w) in people)]
+    if len(kept) == len(query.split()) or not any(
+        t not in STOPWORDS for t in words(" ".join(kept))
+    ):
+        return query
+    return " ".join(kept)
+
+
+#: What may surround a name in a query: punctuation and quotes ("(Kate)", "Kate?").
+_EDGES = ".,;:!?'\"()"
+
+
+def _name_word(word: str) -> str:
+    """A query word as a name, lower case: "Kate's" and "Kate’s?" are "kate"."""
+    return word.replace("’", "'").strip(_EDGES).removesuffix("'s").lower()

@@ -10,7 +10,7 @@ import pytest
 from memvault.recall.context import is_question, with_questions_lowered
 from memvault.recall.dates import days_asked, days_meant
 from memvault.recall.index import day_match
-from memvault.recall.speakers import said_by, speakers_named
+from memvault.recall.speakers import said_by, speakers_named, without_people
 
 
 def test_speakers_are_read_from_the_prefix_in_any_case() -> None:
@@ -32,6 +32,17 @@ def test_a_query_names_a_speaker_by_name_or_capitalized_first_name() -> None:
     assert speakers_named("What did Fahim read?", speakers) == [("fahim", "khan")]
     assert speakers_named("what did fahim read?", speakers) == []  # a first name alone: capitalized
     assert speakers_named("What did Fahim Khan read?", speakers) == [("fahim", "khan")]
+
+
+def test_the_query_vector_is_made_without_the_people_it_names() -> None:
+    people = {"kate", "elise", "fahim", "khan"}
+    assert without_people("What do Elise and Kate have in common?", people) == "What do and have in common?"  # fmt: skip
+    assert without_people("Where did Kate’s sister move?", people) == "Where did sister move?"
+    assert without_people("What did Fahim Khan cook?", people) == "What did cook?"
+    # a lower-case word is no name; a query of nothing but names and stop words stays whole
+    assert without_people("where did kate go", people) == "where did kate go"
+    assert without_people("Who is Kate?", people) == "Who is Kate?"
+    assert without_people("What did Ada build?", people) == "What did Ada build?"
 
 
 @pytest.mark.parametrize(
