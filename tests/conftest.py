@@ -59,6 +59,29 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_HERMETIC_ROOT, ignore_errors=True)
 
 
+#: The test files that take minutes (the launches as the webserver and the daemon make them),
+#: longest first. They are collected first, so that under ``-n 2 --dist loadfile`` (with
+#: ``--no-loadscope-reorder``, which keeps this order instead of putting the files with the
+#: most tests first) each test process starts on one and the short files fill in around them:
+#: the run ends when both processes do, not minutes after with one long file left.
+LONGEST_FIRST = (
+    "tests/dagster/test_job_launch.py",
+    "tests/integration/test_ui.py",
+    "tests/dagster/test_profile_backfill.py",
+    "tests/integration/test_kills.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
+    root = Path(config.rootpath)
+
+    def order(item: pytest.Item) -> int:
+        return rank.get(Path(item.path).relative_to(root).as_posix(), len(rank))
+
+    items.sort(key=order)  # stable: every other file keeps its place
+
+
 def _postgres_reachable() -> bool:
     import psycopg
 
