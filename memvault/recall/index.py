@@ -417,6 +417,21 @@ class SearchIndex:
             self._people = person_words(self.matcher, speakers)
         return without_people(query, self._people)
 
+    def mentioning(self, block_ids: Sequence[str], weights: dict[str, float]) -> dict[str, float]:
+        """For each of ``block_ids`` that mentions an entity of ``weights`` (entity id ->
+        weight), the largest such weight."""
+        out: dict[str, float] = {}
+        for seg in (self.main, self.delta):
+            rows = seg.rows_of(block_ids)
+            for eid, weight in weights.items():
+                mentioned = seg.mentions.get(eid)
+                if mentioned is None:
+                    continue
+                for at in np.flatnonzero((rows >= 0) & np.isin(rows, mentioned)).tolist():
+                    bid = block_ids[at]
+                    out[bid] = max(out.get(bid, 0.0), weight)
+        return out
+
     @property
     def has_vectors(self) -> bool:
         return bool(self.main.has_vector.any() or self.delta.has_vector.any())

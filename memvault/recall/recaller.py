@@ -22,6 +22,7 @@ from memvault.config import env_number
 from memvault.embed import Embedder, make_embedder
 from memvault.errors import QueryError
 from memvault.normalize import to_utc_naive, utcnow
+from memvault.recall.attention import attention
 from memvault.recall.currency import (
     CURRENT_FACT_WEIGHT,
     INTENT_PREDICATES,
@@ -123,6 +124,9 @@ class Recaller:
         self.index: SearchIndex | None = None
         self._checked = 0.0
         self.facts = FactsCache()
+        #: What the owner attends to now (the latest daily snapshot), read again whenever the
+        #: index asks the store what changed.
+        self._attention: dict[str, float] | None = None
         #: Whether the facts cache was checked for the recall under way (checked once per call).
         self._facts_checked = False
 
@@ -144,10 +148,19 @@ class Recaller:
         """The index, built on first use and brought up to date with the store."""
         if self.index is None:
             self.index = SearchIndex.build(store, self.model)
+            self._attention = None
         elif time.monotonic() - self._checked >= self.refresh_seconds:
             self.index = self.index.refresh(store)
+            self._attention = None
         self._checked = time.monotonic()
         return self.index
+
+    def attention(self, store: Store) -> dict[str, float]:
+        """Entity id -> the fresh bias of a memory mentioning it (see
+        :mod:`memvault.recall.attention`)."""
+        if self._attention is None:
+            self._attention = attention(store, utcnow().date())
+        return self._attention
 
     def currency(
         self, store: Store, entity_ids: list[str], intent: str | None, block_ids: Sequence[str] = ()
@@ -206,7 +219,8 @@ class Recaller:
     ) -> Ranking:
         """The best ``limit`` active blocks, the search mode and the facts the ranking rests on.
 
-        A block's score is the index's, plus its owner feedback, plus ``CURRENT_FACT_WEIGHT``
+        A block's score is the index's, plus its owner feedback, plus the fresh bias of what the
+        owner attends to now (:mod:`memvault.recall.attention`), plus ``CURRENT_FACT_WEIGHT``
         when it states a current fact the ``intent`` asks for; a block whose facts have all
         been superseded is multiplied by ``STALE_FACTOR``; the blocks that state a current fact
         the intent asks for come first (see :mod:`memvault.recall.currency`).
@@ -234,11 +248,13 @@ class Recaller:
         hits = []
         current: set[str] = set()
         subject_words = name_words(index, entity_ids)
+        fresh = index.mentioning(list(rows), self.attention(store))
         for bid, score in candidates:
             if (row := rows.get(bid)) is None:
                 continue
             states = currency.states_current(bid, row["text"])
             total = score + FEEDBACK_WEIGHT * clip_feedback(row["feedback_score"])
+            total += fresh.get(bid, 0.0)
             total += CURRENT_FACT_WEIGHT * states
             since = currency.superseded_since(bid, row["text"])
             if since is not None and total > 0:

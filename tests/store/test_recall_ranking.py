@@ -152,3 +152,43 @@ def test_a_day_the_query_names_favours_what_was_written_that_day(store: Store, t
     index = SearchIndex.build(store, "none")
     found = [b for b, _ in index.score("What did Paola cook on 22.01.2024?", None, [], 3)]
     assert found == ["b_c_22nd", "b_b_23rd_utc", "b_a_25th"]  # the next day in UTC counts half
+
+
+def _snapshot(store: Store, day: dt.date, top: list[str]) -> None:
+    """A daily snapshot whose top entities are ``top`` (what the profile writes each day)."""
+    import json
+
+    import polars as pl
+
+    row = {"id": f"profile_{day}", "day": day, "created_at": SAID,
+           "top_entities": json.dumps([{"id": e, "score": 1.0 / (1 + k)} for k, e in enumerate(top)])}  # fmt: skip
+    store.backend.insert_df("profile_daily", pl.DataFrame([row]))
+
+
+def test_of_two_memories_that_answer_alike_the_one_about_todays_attention_comes_first(
+    store: Store, tmp_path: Path
+) -> None:
+    tools = [EntityRecord(id=f"ent_{t.lower()}", name=t, entity_type="tool") for t in ("Kafka", "Redis")]  # fmt: skip
+    mentions = [
+        MentionRecord(entity=f"ent_{t}", block_id=f"b_{t}", session_id="s1", mentioned_at=SAID)
+        for t in ("kafka", "redis")
+    ]
+    texts = {
+        "b_kafka": "Sam: The migration plan is ready, the Kafka part too.",
+        "b_redis": "Sam: The migration plan is ready, the Redis part too.",
+        **FILLER,
+    }
+    _fill(store, tmp_path, texts, [*tools, *mentions])
+
+    def first() -> str:
+        got = Recaller(refresh_seconds=0).recall(store, "is the migration plan ready?", record=False)  # fmt: skip
+        return got.results[0].block_id
+
+    unbiased = first()
+    # the owner's attention today is on the other one: it comes first
+    other = "redis" if unbiased == "b_kafka" else "kafka"
+    _snapshot(store, SAID.date(), [f"ent_{other}"])
+    assert first() == f"b_{other}"
+    # a newer day's snapshot is what counts
+    _snapshot(store, SAID.date() + dt.timedelta(days=1), [unbiased.replace("b_", "ent_")])
+    assert first() == unbiased
