@@ -49,6 +49,8 @@ from memvault.recall.speakers import (
 from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
 
+#: A list of ids this long or longer has its rows kept (see :meth:`Segment.rows_of`).
+MEMO_ROWS = 256
 #: The second segment is folded into a rebuild past this share of the main one.
 REBUILD_SHARE = 0.2
 
@@ -61,15 +63,19 @@ SELECT 2, count(*), max(created_at), NULL, NULL, NULL
 FROM embeddings WHERE target_kind = 'block' AND model = :m
 UNION ALL
 SELECT 3, (SELECT count(*) FROM entities), NULL, NULL, NULL, (SELECT count(*) FROM mentions)
+UNION ALL
+SELECT 4, count(*), NULL, NULL, NULL, sum(feedback_score * (1 + abs(feedback_score)))
+FROM blocks WHERE feedback_score <> 0
 """
 
 
 def fingerprint(store: Store, model: str) -> tuple[Any, ...]:
     """blocks (count, max created, updated, tiered, active), block vectors (count, max created),
-    entities and mentions counts: one cheap query that tells whether anything changed."""
+    entities and mentions counts, the rated blocks (count and a checksum of their feedback):
+    one cheap query that tells whether anything changed."""
     rows = sorted(store.fetch(FINGERPRINT_SQL, {"m": model}), key=lambda r: r[0])
-    b, e, n = rows
-    return (b[1], b[2], b[3], b[4], b[5], e[1], e[2], n[1], n[5])
+    b, e, n, f = rows
+    return (b[1], b[2], b[3], b[4], b[5], e[1], e[2], n[1], n[5], f[1], f[5])
 
 
 CURRENT_VECTORS_SQL = (
@@ -78,10 +84,22 @@ CURRENT_VECTORS_SQL = (
     "WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' {extra}"
 )
 
-#: The active blocks with the text they are searched by.
-SEARCH_BLOCKS_SQL = (
-    f"SELECT id, text, created_at FROM {SEARCH_TEXTS_SQL} b WHERE status = 'active' ORDER BY id"
+#: What a hit shows of a block (a digest for a cold or frozen block), and whether the original
+#: the digest stands in for is archived (``memvault show BLOCK --original`` prints it); the
+#: owner's feedback is kept apart (:data:`FEEDBACK_SQL`).
+SHOWN_COLUMNS = (
+    "b.id, b.text, b.tier, b.digest_kind, b.kind, b.tags, b.session_id, b.created_at, "
+    "(b.digest_kind IS NOT NULL AND o.id IS NOT NULL) AS original_archived"
 )
+#: The active blocks with the text they are searched by (``search_text``) and what they show.
+SEARCH_BLOCKS_SQL = (
+    f"SELECT {SEARCH_TEXT} AS search_text, {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} "
+    "WHERE b.status = 'active' ORDER BY b.id"
+)
+#: What ``ids`` (the second segment's blocks) show.
+SHOWN_SQL = f"SELECT {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} WHERE b.id = ANY(:ids)"
+#: The blocks the owner rated: the sum of their boosts (``blocks.feedback_score``).
+FEEDBACK_SQL = "SELECT id, feedback_score FROM blocks WHERE feedback_score <> 0"
 
 #: Blocks created, edited or re-tiered since the last look, with the text they are searched by.
 CHANGED_SQL = (
@@ -112,6 +130,10 @@ class Segment:
     said: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)
     #: Per day, the rows of the blocks written that day or meaning it (see dates.py).
     days: dict[dt.date, np.ndarray] = field(default_factory=dict)
+    #: What each block shows (:data:`SHOWN_COLUMNS`), row for row.
+    shown: pl.DataFrame | None = None
+    #: The last long list of ids :meth:`rows_of` looked up, and its rows.
+    _memo: tuple[Sequence[str], np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def size(self) -> int:
@@ -124,11 +146,18 @@ class Segment:
         return self._rows.get(block_id)
 
     def rows_of(self, block_ids: Sequence[str]) -> np.ndarray:
-        """The rows of ``block_ids`` (-1 for an id not in the segment), in one pass."""
+        """The rows of ``block_ids`` (-1 for an id not in the segment), in one pass. The rows
+        of the last long list asked for are kept: an owner question passes the same list of
+        thousands of blocks (those stating the owner's current facts) recall after recall."""
+        if self._memo is not None and self._memo[0] is block_ids:
+            return self._memo[1]
         if self._rows is None:
             self._rows = {b: i for i, b in enumerate(self.ids)}
         get = self._rows.get
-        return np.fromiter((get(b, -1) for b in block_ids), dtype=np.int64, count=len(block_ids))
+        rows = np.fromiter((get(b, -1) for b in block_ids), dtype=np.int64, count=len(block_ids))
+        if len(block_ids) >= MEMO_ROWS:
+            self._memo = (block_ids, rows)
+        return rows
 
 
 @dataclass
@@ -164,6 +193,10 @@ class Marks:
     @property
     def entities(self) -> int:
         return int(self.values[7] or 0)
+
+    @property
+    def feedback(self) -> tuple[Any, ...]:
+        return self.values[9:11]
 
 
 def _mentions(store: Store, ids: list[str], where: str = "", params: dict[str, Any] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
@@ -221,6 +254,10 @@ def _matrix(frame: pl.DataFrame, ids: list[str]) -> tuple[np.ndarray | None, np.
     return matrix, has
 
 
+def _feedback(store: Store) -> dict[str, float]:
+    return {str(b): float(v) for b, v in store.fetch(FEEDBACK_SQL)}
+
+
 def _id_at(segs: list[Segment], row: int) -> str:
     """The block id of ``row`` counted over ``segs`` end to end (no list of every id is built
     per query: only the best few are looked up)."""
@@ -255,6 +292,10 @@ class SearchIndex:
     replies: dict[str, str | None] = field(default_factory=dict, repr=False)
     #: The words that name a person here (see :meth:`vector_query`), read on first use.
     _people: frozenset[str] | None = field(default=None, repr=False)
+    #: The owner's feedback per block (the blocks rated; 0 for the others).
+    feedback: dict[str, float] = field(default_factory=dict, repr=False)
+    #: The active insights (see :meth:`insights`), found on first use.
+    _insights: set[str] | None = field(default=None, repr=False)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -262,7 +303,9 @@ class SearchIndex:
     def build(cls, store: Store, model: str) -> SearchIndex:
         started = time.perf_counter()
         marks = Marks(fingerprint(store, model))
-        blocks = store.fetch_df(SEARCH_BLOCKS_SQL)
+        shown = store.fetch_df(SEARCH_BLOCKS_SQL)
+        blocks = shown.select("id", pl.col("search_text").alias("text"), "created_at")
+        shown = shown.drop("search_text")
         ids = blocks["id"].to_list() if blocks.height else []
         texts = pl.Series(
             "text", [with_dates(t, c) for t, c in blocks.select("text", "created_at").iter_rows()],
@@ -276,6 +319,7 @@ class SearchIndex:
         said = blocks["text"].to_list() if blocks.height else []
         mentions = speaker_mentions(_mentions(store, ids), said, matcher)
         main = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
+        main.shown = shown
         main.asked = questions_answered(store, ids)
         main.said = said_by(said)
         main.question = np.asarray([is_question(t or "") for t in said], dtype=bool)
@@ -291,6 +335,7 @@ class SearchIndex:
             marks=marks,
             built_seconds=time.perf_counter() - started,
             built_asked=main.asked,
+            feedback=_feedback(store),
         )
         return index
 
@@ -310,7 +355,11 @@ class SearchIndex:
             ids,
         )
         mentions = _mentions(store, ids, "AND block_id = ANY(:ids)", {"ids": ids})
-        return Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
+        segment = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
+        found = store.fetch_df(SHOWN_SQL, {"ids": ids})
+        if found.height:  # row for row with ids (a block gone since has no row: never shown)
+            segment.shown = pl.DataFrame({"id": ids}).join(found, on="id", how="left")
+        return segment
 
     # -- keeping up ---------------------------------------------------------------------------
 
@@ -373,7 +422,9 @@ class SearchIndex:
             [self.delta_asks.get(i, False) for i in self.delta.ids], dtype=bool
         )
         self._relink(store, touched)
-        self._people = None
+        self._people = self._insights = None
+        if now.feedback != old.feedback:
+            self.feedback = _feedback(store)
         self.marks = now
         self.refreshes += 1
         return self
@@ -416,6 +467,34 @@ class SearchIndex:
             speakers = {k for seg in (self.main, self.delta) for k in seg.said}
             self._people = person_words(self.matcher, speakers)
         return without_people(query, self._people)
+
+    def rows(self, block_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """What each of ``block_ids`` that is active shows (:data:`SHOWN_COLUMNS` and its
+        ``feedback_score``), as the store held it when the index last read it."""
+        out: dict[str, dict[str, Any]] = {}
+        for seg in (self.delta, self.main):  # a changed block's row is the second segment's
+            if seg.shown is None or not seg.size:
+                continue
+            rows = seg.rows_of(block_ids)
+            keep = rows >= 0
+            keep[keep] = seg.live[rows[keep]]
+            at = [int(r) for r, k, b in zip(rows.tolist(), keep.tolist(), block_ids, strict=True) if k and b not in out]  # fmt: skip
+            for row in seg.shown[at].to_dicts() if at else []:
+                if row["text"] is not None:  # gone before its row was read
+                    row["feedback_score"] = self.feedback.get(row["id"], 0.0)
+                    out[row["id"]] = row
+        return out
+
+    def insights(self) -> set[str]:
+        """The active blocks that are dream insights (their score is capped; see recaller)."""
+        if self._insights is None:
+            found: set[str] = set()
+            for seg in (self.main, self.delta):
+                if seg.shown is not None and seg.size:
+                    kind = seg.shown["kind"].to_numpy() == "insight"
+                    found.update(seg.ids[i] for i in np.flatnonzero(kind & seg.live).tolist())
+            self._insights = found
+        return self._insights
 
     def mentioning(self, block_ids: Sequence[str], weights: dict[str, float]) -> dict[str, float]:
         """For each of ``block_ids`` that mentions an entity of ``weights`` (entity id ->
@@ -496,7 +575,7 @@ class SearchIndex:
         """The live blocks of ``include`` (scored 0 when nothing else speaks for them) and the
         best ``top`` blocks with evidence that mention an entity of ``include_mentioning``,
         best first. ``total`` holds the scores of ``segs`` end to end."""
-        wanted = list(include)
+        wanted = include if isinstance(include, Sequence) else list(include)
         ids: list[str] = []
         scores: list[np.ndarray] = []
         offset = 0

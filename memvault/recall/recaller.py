@@ -11,8 +11,8 @@ import datetime as dt
 import json
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,6 @@ from memvault.recall.log import gap_hint, new_recall_id, write_recall
 from memvault.recall.result import CITES, Fact, RecallHit, RecallResult
 from memvault.recall.text import words
 from memvault.store import Store
-from memvault.store.backends import in_list
 
 #: Candidates taken from the index per result asked, re-ranked with current feedback.
 CANDIDATES_PER_RESULT = 4
@@ -53,15 +52,6 @@ MAX_FACTS = 10
 #: Candidates re-ranked at least, whatever the limit: a recall asking for 5 and the prefetch
 #: keeping 10 re-rank the same candidates, so a prefetched ranking is the one a search gives.
 MIN_CANDIDATES = 40
-
-#: The rows recall shows (a digest for a cold or frozen block), and whether the original the
-#: digest stands in for is archived (``memvault show BLOCK --original`` prints it).
-BLOCKS_SQL = """
-SELECT b.id, b.text, b.tier, b.digest_kind, b.kind, b.tags, b.session_id, b.created_at,
-       b.feedback_score, (b.digest_kind IS NOT NULL AND o.id IS NOT NULL) AS original_archived
-FROM blocks b LEFT JOIN block_originals o ON o.id = b.id
-WHERE {among} AND b.status = 'active'
-"""
 
 FACTS_SQL = """
 SELECT subject_id, predicate, object, valid_at FROM triples
@@ -95,15 +85,6 @@ def refresh_interval(environ: dict[str, str] | None = None) -> float:
 def signature_of(intent: str | None, entity_ids: list[str]) -> str:
     """``intent|sorted entity ids``: what knowledge gaps and prefetch match recalls by."""
     return f"{intent or '-'}|{','.join(sorted(entity_ids))}"
-
-
-def blocks_by_id(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """The current rows of the active blocks among ``ids``."""
-    if not ids:
-        return {}
-    among, params = in_list("b.id", "id", ids)
-    rows = store.fetch_df(BLOCKS_SQL.format(among=among), params)
-    return {r["id"]: r for r in rows.iter_rows(named=True)}
 
 
 class Recaller:
@@ -242,8 +223,8 @@ class Recaller:
             include=currency.sources_of_current,
             include_mentioning=currency.current_objects,
         )
-        candidates, hidden = self.set_aside(store, currency, candidates, want)
-        rows = blocks_by_id(store, [b for b, _ in candidates])
+        candidates, hidden = self.set_aside(index, currency, candidates, want)
+        rows = index.rows([b for b, _ in candidates])
         currency.add_blocks(store, list(rows))
         hits = []
         current: set[str] = set()
@@ -262,19 +243,15 @@ class Recaller:
             if states and currency.answers(bid, row["text"], subject_words):
                 current.add(bid)
             hits.append(hit_of(row, total, since))
-        hits, hidden = rank_current_first(hits, current, hidden)
-        hits = rank_insights_below_sources(hits, hidden)
+        hits, lifted = rank_current_first(hits, current, hidden)
+        hits = rank_insights_below_sources(hits, lifted)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         hits = hits[:limit]
-        return Ranking(
-            hits,
-            "hybrid" if vector is not None else "keywords",
-            currency.basis([h.block_id for h in hits]),
-        )
+        return Ranking(hits, "hybrid" if vector is not None else "keywords", currency)
 
     @staticmethod
     def set_aside(
-        store: Store, currency: Currency, candidates: list[tuple[str, float]], keep: int
+        index: SearchIndex, currency: Currency, candidates: list[tuple[str, float]], keep: int
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """The candidates to read in full, and the final scores of those set aside.
 
@@ -289,13 +266,9 @@ class Recaller:
         sources = [(b, s) for b, s in candidates if currency.is_current_source(b)]
         if len(sources) <= keep:
             return candidates, {}
-        marked = {
-            r[0]: (r[1], r[2])
-            for r in store.fetch(
-                "SELECT id, kind, feedback_score FROM blocks "
-                "WHERE (feedback_score <> 0 OR kind = 'insight') AND status = 'active'"
-            )
-        }
+        insights = index.insights()
+        marked = {b: ("insight", index.feedback.get(b, 0.0)) for b in insights}
+        marked.update({b: ("memory", v) for b, v in index.feedback.items() if b not in insights})
         ids = [b for b, _ in sources]
         feedback = np.zeros(len(ids), dtype=np.float64)
         memory = np.ones(len(ids), dtype=bool)  # an insight is read in full: its score is capped
@@ -306,7 +279,7 @@ class Recaller:
         total = np.asarray([s for _, s in sources], dtype=np.float64)
         total = total + FEEDBACK_WEIGHT * feedback + CURRENT_FACT_WEIGHT
         rows = np.flatnonzero(memory)
-        rounded = np.asarray([round(t, 6) for t in total[rows].tolist()], dtype=np.float64)
+        rounded = np.round(total[rows], 6)  # as a hit's score is rounded
         # best first, ties by id (as sorting (-score, id) pairs would order them)
         order = rows[np.lexsort((np.asarray(ids, dtype=str)[rows], -rounded))]
         score_of = dict(zip(rows.tolist(), rounded.tolist(), strict=True))
@@ -316,6 +289,7 @@ class Recaller:
     def prefetched(
         self,
         store: Store,
+        index: SearchIndex,
         entry: tuple[Any, ...],
         entity_ids: list[str],
         intent: str | None,
@@ -332,7 +306,7 @@ class Recaller:
         currency = self.currency(store, entity_ids, intent, ids)
         if currency.basis(ids) != json.loads(facts):
             return None
-        rows = blocks_by_id(store, ids[:limit])
+        rows = index.rows(ids[:limit])
         if len(rows) < len(ids[:limit]):
             return None
         return [
@@ -399,7 +373,9 @@ class Recaller:
             index_build_ms=round(built_ms, 3),
         )
         cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now})
-        served = self.prefetched(store, cached[0], entity_ids, intent, limit) if cached else None
+        served = (
+            self.prefetched(store, index, cached[0], entity_ids, intent, limit) if cached else None
+        )
         if served is not None:
             result.results = served
             result.served_from_prefetch = True
@@ -420,11 +396,18 @@ class Recaller:
 
 @dataclass
 class Ranking:
-    """What a search found, how, and the facts its order rests on (triple id → state)."""
+    """What a search found, how, and the facts its order rests on (triple id → state; worked
+    out when asked: a prefetch records it, a recall does not need it)."""
 
     hits: list[RecallHit]
     mode: str
-    basis: dict[str, str] = field(default_factory=dict)
+    currency: Currency | None = None
+
+    @property
+    def basis(self) -> dict[str, str]:
+        if self.currency is None:
+            return {}
+        return self.currency.basis([h.block_id for h in self.hits])
 
 
 def hit_of(row: dict[str, Any], score: float, superseded_since: dt.datetime | None) -> RecallHit:
@@ -454,9 +437,27 @@ def name_words(index: SearchIndex, entity_ids: list[str]) -> set[str]:
     return out
 
 
+class _Lifted(Mapping[str, float]):
+    """Scores lifted by ``lift`` (rounded as a hit's score), read when asked: thousands of
+    current memories are set aside per owner question, and only an insight's cap looks at
+    them."""
+
+    def __init__(self, scores: Mapping[str, float], lift: float) -> None:
+        self.scores, self.lift = scores, lift
+
+    def __getitem__(self, block_id: str) -> float:
+        return round(self.scores[block_id] + self.lift, 6)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.scores)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
 def rank_current_first(
-    hits: list[RecallHit], current: set[str], hidden: dict[str, float] | None = None
-) -> tuple[list[RecallHit], dict[str, float]]:
+    hits: list[RecallHit], current: set[str], hidden: Mapping[str, float] | None = None
+) -> tuple[list[RecallHit], Mapping[str, float]]:
     """The memories that state a current fact the question asks for (``current``) come first,
     in their own order: they answer it, however many of the question's words the others share
     ("where does Ada work": the block saying she joined Tyrell Systems, before the notes about
@@ -475,7 +476,7 @@ def rank_current_first(
         h.model_copy(update={"score": round(h.score + lift, 6)}) if h.block_id in current else h
         for h in hits
     ]
-    return lifted, {b: round(s + lift, 6) for b, s in hidden.items()}
+    return lifted, _Lifted(hidden, lift)
 
 
 def clip_feedback(value: float | None) -> float:
@@ -495,12 +496,14 @@ def cited_blocks(row: dict[str, Any]) -> list[str]:
 
 
 def rank_insights_below_sources(
-    hits: list[RecallHit], hidden: dict[str, float] | None = None
+    hits: list[RecallHit], hidden: Mapping[str, float] | None = None
 ) -> list[RecallHit]:
     """An insight never outranks the memories it rests on: its score is capped just below the
     lowest-scoring memory among the candidates that it cites, or, when it cites none of them,
     just below the lowest-scoring memory found (nothing to compare it with is no reason to
     trust it more). ``hidden``: the scores of memories set aside (candidates, not read)."""
+    if not any(h.kind == "insight" for h in hits):
+        return hits
     memories = {**(hidden or {}), **{h.block_id: h.score for h in hits if h.kind != "insight"}}
     if not memories:
         return hits

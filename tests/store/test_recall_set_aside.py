@@ -78,7 +78,7 @@ def test_setting_aside_changes_neither_hits_nor_scores(
         hidden.append(out[1])
         return out
 
-    def read_all(_s: Store, _c: object, cands: list[tuple[str, float]], _k: int) -> tuple[list[tuple[str, float]], dict[str, float]]:  # fmt: skip
+    def read_all(_s: object, _c: object, cands: list[tuple[str, float]], _k: int) -> tuple[list[tuple[str, float]], dict[str, float]]:  # fmt: skip
         return cands, {}
 
     for limit in (1, 3, 10):
