@@ -42,7 +42,8 @@ from memvault.store import Store
 CANDIDATES_PER_RESULT = 4
 #: A block's owner feedback (sum of +/-) moves its score this much per point, at most ±3 points.
 FEEDBACK_WEIGHT = 0.03
-#: Seconds a recall trusts its index before asking the store what changed.
+#: Seconds a recall trusts its index (and the facts it has read) before asking the store
+#: what changed.
 REFRESH_SECONDS = 1.0
 #: How far below the memories it cites (or, citing none of the candidates, below every memory
 #: found) an insight's score is capped.
@@ -108,7 +109,8 @@ class Recaller:
         #: What the owner attends to now (the latest daily snapshot), read again whenever the
         #: index asks the store what changed.
         self._attention: dict[str, float] | None = None
-        #: Whether the facts cache was checked for the recall under way (checked once per call).
+        #: Whether the facts cache is being trusted for the call under way (a recall: it was
+        #: checked with the index, see ready; a ranking outside a recall checks it itself).
         self._facts_checked = False
 
     @property
@@ -126,13 +128,16 @@ class Recaller:
         self._checked = float("-inf")
 
     def ready(self, store: Store) -> SearchIndex:
-        """The index, built on first use and brought up to date with the store."""
+        """The index, built on first use and brought up to date with the store (with the
+        facts cache and the owner's attention: what changed since the last look)."""
         if self.index is None:
             self.index = SearchIndex.build(store, self.model)
-            self._attention = None
         elif time.monotonic() - self._checked >= self.refresh_seconds:
             self.index = self.index.refresh(store)
-            self._attention = None
+        else:
+            return self.index
+        self.facts.check(store)
+        self._attention = None
         self._checked = time.monotonic()
         return self.index
 
@@ -336,8 +341,7 @@ class Recaller:
         Raises :class:`QueryError` (nothing recorded) for a query :func:`check_query` refuses."""
         check_query(query)
         started = time.perf_counter()
-        self.facts.check(store)  # once for the whole recall
-        self._facts_checked = True
+        self._facts_checked = True  # with the index, as often (see ready)
         try:
             return self._recall(store, query, limit, session_id, now, facts, record, started)
         finally:

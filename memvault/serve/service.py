@@ -175,6 +175,7 @@ class MemoryService:
             self.writer.wait_for(recall_id)  # a recall just answered may not be written yet
         with self._writing():
             report = give_feedback(self.store, recall_id, verdict, block_id=block_id, note=note)
+            self.recaller.mark_stale()  # the blocks' feedback ranks the next recall
         return report.as_dict()
 
     def asof(

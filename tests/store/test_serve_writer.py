@@ -185,3 +185,23 @@ def test_a_recall_answered_while_the_server_stops_is_written_before_it_answers(
     service.writer.close()  # a late request, after the writer was closed
     found = service.recall(QUERY, limit=2)
     assert filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": found["recall_id"]})
+
+
+def test_the_owners_plus_ranks_the_next_recall_of_the_same_server(filled: Store) -> None:
+    """The server keeps the blocks' feedback in memory with its index; a + it records itself
+    counts at once, however long the index is otherwise trusted."""
+    from memvault.embed import HashingEmbedder
+    from memvault.recall.recaller import Recaller
+
+    service = MemoryService(filled, Recaller(HashingEmbedder(), refresh_seconds=3600), queued=False)  # fmt: skip
+    try:
+        first = service.recall(QUERY, limit=5)
+        ranked = [(h["block_id"], h["score"]) for h in first["results"]]
+        runner_up = ranked[1][0]
+        for _ in range(3):
+            service.feedback(first["recall_id"], "+", block_id=runner_up)
+        again = service.recall(QUERY, limit=5)
+    finally:
+        service.close()
+    scores = {h["block_id"]: h["score"] for h in again["results"]}
+    assert scores[runner_up] == pytest.approx(dict(ranked)[runner_up] + 0.09, abs=1e-6)
