@@ -48,6 +48,8 @@ REFRESH_SECONDS = 1.0
 #: How far below the memories it cites (or, citing none of the candidates, below every memory
 #: found) an insight's score is capped.
 INSIGHT_MARGIN = 1e-3
+#: What a word-for-word repeat of a better-ranked memory keeps of its score.
+REPEAT_FACTOR = 0.5
 #: Current facts returned about the named entities, at most.
 MAX_FACTS = 10
 #: Candidates re-ranked at least, whatever the limit: a recall asking for 5 and the prefetch
@@ -248,6 +250,7 @@ class Recaller:
             if states and currency.answers(bid, row["text"], subject_words):
                 current.add(bid)
             hits.append(hit_of(row, total, since))
+        hits = repeats_lowered(hits)
         hits, lifted = rank_current_first(hits, current, hidden)
         hits = rank_insights_below_sources(hits, lifted)
         hits.sort(key=lambda h: (-h.score, h.block_id))
@@ -457,6 +460,21 @@ class _Lifted(Mapping[str, float]):
 
     def __len__(self) -> int:
         return len(self.scores)
+
+
+def repeats_lowered(hits: list[RecallHit]) -> list[RecallHit]:
+    """A memory said again word for word (case and spacing aside) ranks at ``REPEAT_FACTOR``
+    of its score after its best-scoring copy: the agent gets one copy and the next memory, not
+    the same line three times."""
+    seen: set[str] = set()
+    out = []
+    for hit in sorted(hits, key=lambda h: (-h.score, h.block_id)):
+        key = " ".join(hit.text.casefold().split())
+        if key in seen and hit.score > 0:
+            hit = hit.model_copy(update={"score": round(hit.score * REPEAT_FACTOR, 6)})
+        seen.add(key)
+        out.append(hit)
+    return out
 
 
 def rank_current_first(

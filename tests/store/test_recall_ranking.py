@@ -192,3 +192,22 @@ def test_of_two_memories_that_answer_alike_the_one_about_todays_attention_comes_
     # a newer day's snapshot is what counts
     _snapshot(store, SAID.date() + dt.timedelta(days=1), [unbiased.replace("b_", "ent_")])
     assert first() == unbiased
+
+
+def test_a_memory_said_again_word_for_word_is_shown_once_before_the_next_one(
+    store: Store, tmp_path: Path
+) -> None:
+    texts = {
+        "b_1": "Sam: The city is so crowded in summer.",
+        "b_2": "Sam: the city is so  crowded in summer.",
+        "b_3": "Sam: The city is so crowded in summer.",
+        "b_moved": "Sam: In summer the city is crowded, so we moved out.",
+        **FILLER,
+    }
+    _fill(store, tmp_path, texts)
+    got = Recaller(refresh_seconds=0).recall(store, "is the city crowded in summer?", record=False)  # fmt: skip
+    ranked = [h.block_id for h in got.results]
+    copies = [b for b in ranked if b in ("b_1", "b_2", "b_3")]
+    assert len(copies) == 3, ranked
+    # one copy first, then the other memory, then the repeats
+    assert ranked.index(copies[0]) < ranked.index("b_moved") < ranked.index(copies[1])
