@@ -32,6 +32,7 @@ from assets.common import (
     retried_on_llm_trouble,
     with_upstream,
 )
+from memvault.grounded_text import REASONS as REFUSALS
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.profile import ProfileSettings, compute_snapshots, write_snapshots
 from memvault.profile.diary import write_diary
@@ -236,6 +237,7 @@ def diary_page(
         context.log.warning(f"diary judge failed, template page written: {failure}")
     _each_day(context, days, result.pages, diary_figures, result.written)
     kinds_ = {f"pages_{k}": n for k, n in result.kinds.items()}
+    kinds_ |= {f"pages_refused_{r}": result.refused.get(r, 0) for r in REFUSALS}
     return dg.MaterializeResult(
         metadata=_batch(days, run, started, **kinds_, **judge_metadata(judge))
     )

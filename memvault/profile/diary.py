@@ -5,6 +5,13 @@ heuristic judge fills a clearly labelled template from the same numbers. A day
 with nothing recorded gets a page saying so, and no judge is asked: nothing is
 ever invented from nothing. Pages are keyed by day, so a re-run rewrites the
 same row, and an LLM reply is cached in the store, so it costs no second call.
+
+An LLM's page is checked against the day's numbers before it is stored
+(:func:`memvault.grounded_text.check`: every name and number it holds must be in
+them, and no instruction-like text): a page that says more than the data — a
+person who was not there, a count that was not recorded, an instruction hidden
+in a memory and obeyed — is refused, counted by reason, and the labelled
+template page is written instead.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import JudgeError
+from memvault.grounded_text import check
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
 from memvault.normalize import utcnow
@@ -163,6 +171,18 @@ class DiaryResult:
     written: Written = field(default_factory=Written)
     kinds: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    #: LLM pages refused by the check against the day's numbers, by reason.
+    refused: dict[str, int] = field(default_factory=dict)
+
+
+def unsupported(page: DiaryPage, source: str) -> str | None:
+    """Why an LLM's page says more than the day's numbers (``source``), or None: every name
+    and number in it is in them, and it holds no instruction-like text."""
+    support = check(f"{page.title}\n{page.text}", [source])
+    if support.ok:
+        return None
+    found = support.instructions or support.unsupported_names or support.unsupported_numbers
+    return f"{support.reason}: {', '.join(found[:5])}"
 
 
 def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str) -> DiaryResult:
@@ -171,6 +191,7 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
     A failed judgment falls back to the template page for that day (labelled), so a flaky
     endpoint never leaves a day without its page."""
     rows, kinds, failures = [], {"llm": 0, "template": 0, "empty": 0, "reused": 0}, []
+    refused: dict[str, int] = {}
     model = None if judge.kind == "heuristic" else judge.kind
     wanted = "template" if judge.kind == "heuristic" else "llm"
     stored = {
@@ -202,6 +223,11 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
             except JudgeError as exc:
                 failures.append(f"{request.day}: {exc}")
                 page, kind = template_page(request), "template"
+            if kind == "llm" and (why := unsupported(page, source)) is not None:
+                failures.append(f"{request.day}: the page was refused ({why})")
+                reason = why.split(":", 1)[0]
+                refused[reason] = refused.get(reason, 0) + 1
+                page, kind = template_page(request), "template"
             text = f"{page.title}\n{page.text}"
         kinds[kind] += 1
         rows.append(
@@ -215,7 +241,7 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
             }
         )
     pages = pl.DataFrame(rows, schema_overrides={"day": pl.Date, "model": pl.Utf8})
-    result = DiaryResult(pages=pages, kinds=kinds, failures=failures)
+    result = DiaryResult(pages=pages, kinds=kinds, failures=failures, refused=refused)
     if pages.height:
         frame = pages.with_columns(run_id=pl.lit(run_id), created_at=pl.lit(utcnow()))
         result.written = upsert_rows(store, "diary", frame, CONTENT, run_id, "diary_page")
