@@ -18,7 +18,7 @@ from typing import Any
 from memvault.errors import JudgeError, MemvaultError
 from memvault.extract import HeuristicExtractor
 from memvault.importers.claude_code import read_session_file, session_files
-from memvault.importers.enrich import llm_records
+from memvault.importers.enrich import REFUSALS, llm_records
 from memvault.ingest import Numbered, already_ingested, file_hash, ingest_file, ingest_records
 from memvault.judge import Judge
 from memvault.records import BlockRecord, Record, SessionRecord
@@ -34,6 +34,8 @@ class CollectReport:
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
+    #: What the LLM's extraction said that its memories do not, refused, by reason.
+    llm_refused: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +46,7 @@ class CollectReport:
             "failures": [{"location": loc, "error": err} for loc, err in self.failures],
             "warnings": self.warnings,
             "run_ids": self.run_ids,
+            "llm_refused": dict(self.llm_refused),
         }
 
     def metadata(self) -> dict[str, Any]:
@@ -58,6 +61,7 @@ class CollectReport:
             "records_added": sum(self.inserted.values()),
             "inserted": [{"record type": k, "added": n} for k, n in self.inserted.items()],
             "ingest_runs": [{"run id": r} for r in self.run_ids],
+            **{f"llm_refused_{r}": self.llm_refused.get(r, 0) for r in REFUSALS},
         }
 
 
@@ -70,12 +74,17 @@ def _unique_by_id(records: Iterable[Record]) -> list[Record]:
 
 
 def transcript_records(
-    path: Path, judge: Judge | None, *, include_subagents: bool = False
+    path: Path,
+    judge: Judge | None,
+    *,
+    include_subagents: bool = False,
+    refused: Counter[str] | None = None,
 ) -> tuple[list[Record], str | None]:
     """The records of one Claude Code transcript, enriched by the LLM when one is configured.
 
     Returns the records and, when the LLM failed, why: the transcript is then
-    imported with the offline extractor's entities only.
+    imported with the offline extractor's entities only. What the LLM extracted that its
+    memories do not say is refused and counted into ``refused``.
     """
     imported = read_session_file(
         path, include_subagents=include_subagents, extractor=HeuristicExtractor()
@@ -88,7 +97,10 @@ def transcript_records(
         session = next(r for r in records if isinstance(r, SessionRecord))
         blocks = [r for r in records if isinstance(r, BlockRecord)]
         try:
-            records += llm_records(judge, blocks, session.id)
+            extraction = llm_records(judge, blocks, session.id)
+            records += extraction.records
+            if refused is not None:
+                refused.update(extraction.refused)
         except JudgeError as exc:
             problem = f"{path}: LLM extraction failed, imported with offline entities only ({exc})"
     return _unique_by_id(records), problem
@@ -124,7 +136,7 @@ def collect(
                 result = ingest_file(store, path, digest=digest)
             else:
                 records, problem = transcript_records(
-                    path, judge, include_subagents=include_subagents
+                    path, judge, include_subagents=include_subagents, refused=report.llm_refused
                 )
                 if problem:
                     report.warnings.append(problem)

@@ -255,6 +255,18 @@ def _name_supported(word: str, vocabulary: Vocabulary) -> bool:
     return bool(pieces) and all(p in vocabulary.words or _common(p) for p in pieces)
 
 
+def says(phrase: str, sources: Iterable[str] | Vocabulary) -> bool:
+    """Whether ``sources`` say ``phrase`` (an entity's name, a fact's object): every word of it
+    that is not a common word, capitalized or not, and every number part is in them."""
+    vocabulary = sources if isinstance(sources, Vocabulary) else Vocabulary.of(sources)
+    text = unicodedata.normalize("NFKC", phrase)
+    words = [_fold(m.group()) for m in _WORD.finditer(text)]
+    wanted = [w for w in words if not _common(w)] or words
+    return all(w in vocabulary.words or _name_supported(w, vocabulary) for w in wanted) and all(
+        p in vocabulary.numbers for n in numbers(text) for p in _parts(n)
+    )
+
+
 def check(
     text: str, sources: Iterable[str] | Vocabulary, *, names_too: Iterable[str] = ()
 ) -> Support:
