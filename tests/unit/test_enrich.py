@@ -12,11 +12,12 @@ from memvault.judge.tasks import ExtractedEntityItem, ExtractedFactItem, Extract
 from memvault.records import BlockRecord, EntityRecord, MentionRecord, TripleRecord
 
 SAID = dt.datetime(2025, 4, 10, 9, 0)
-BLOCKS = [
-    BlockRecord(id="b0", session_id="s", text="Ada: hi, it's Ada from the data team.", created_at=SAID),  # fmt: skip
-    BlockRecord(id="b1", session_id="s", text="Ada: I started at Acme in March, after Tyrell.", created_at=SAID),  # fmt: skip
-    BlockRecord(id="b2", session_id="s", text="Ada: the deploy of billing-api went fine.", created_at=SAID),  # fmt: skip
-]
+TEXTS = {
+    "b0": "Ada: hi, it's Ada from the data team.",
+    "b1": "Ada: I started at Acme in March, after Tyrell.",
+    "b2": "Ada: the deploy of billing-api went fine.",
+}
+BLOCKS = [BlockRecord(id=b, session_id="s", text=t, created_at=SAID) for b, t in TEXTS.items()]
 
 
 def _entity(name: str, kind: str, *blocks: str) -> ExtractedEntityItem:
