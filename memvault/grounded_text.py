@@ -32,6 +32,8 @@ INSTRUCTIONS = "instructions"
 UNSUPPORTED_NAMES = "unsupported_names"
 UNSUPPORTED_NUMBERS = "unsupported_numbers"
 REASONS: tuple[str, ...] = (INSTRUCTIONS, UNSUPPORTED_NAMES, UNSUPPORTED_NUMBERS)
+#: Why a text that stands for several was refused: it lost a name or number one of them held.
+LOST_TERMS = "lost_terms"
 
 #: Capitalized words a summary or an insight may open a sentence with although its sources
 #: do not hold them (besides :data:`memvault.extract.STOPWORDS`): they name no one.
@@ -216,6 +218,22 @@ def key_terms(text: str) -> frozenset[str]:
     out.update(f"#{_MONTHS[w]}" for w in found if w in _MONTHS)
     out.update(f"#{p}" for n in numbers(text) for p in _parts(n))
     return frozenset(out)
+
+
+def merged_problem(text: str, sources: Iterable[str]) -> str | None:
+    """Why ``text``, written to stand for all of ``sources`` at once (a merge of duplicates),
+    does not: it says what none of them says (:func:`check`), or drops a name, a number or a
+    date one of them holds (:func:`key_terms`). None when it does."""
+    sources = list(sources)
+    support = check(text, sources)
+    if not support.ok:
+        found = support.instructions or support.unsupported_names or support.unsupported_numbers
+        return f"{support.reason}: {', '.join(found[:5])}"
+    kept = key_terms(text)
+    lost = sorted({t for s in sources for t in key_terms(s)} - kept)
+    if lost:
+        return f"{LOST_TERMS}: {', '.join(t.lstrip('#') for t in lost[:5])}"
+    return None
 
 
 def instructions(text: str) -> list[str]:

@@ -25,6 +25,8 @@ def run_figures(gardener: Gardener) -> dict[str, Any]:
         "garden_run_id": state.run_id,
         "mode": state.mode,
         **{action: int(state.actions.get(action, 0)) for action in ACTIONS},
+        # a model's merged text that said more or less than its records, the records' kept
+        "merge_texts_refused": int(state.actions.get("merge_texts_refused", 0)),
         "proposals": state.proposals,
         "mutations_used": budget.mutations,
         "mutations_max": budget.max_mutations,

@@ -34,6 +34,7 @@ from memvault.gardener.tasks import (
     DedupValidateRequest,
     ScoredPair,
 )
+from memvault.grounded_text import merged_problem
 
 #: Merge rules by score name: the higher value wins, or the values are averaged.
 HIGHER = frozenset(
@@ -342,11 +343,17 @@ def _uncertain(
 def _merge(
     ctx: PhaseContext, survivor: MemoryItem, absorbed: list[MemoryItem], *, reason: str
 ) -> None:
-    reply = ctx.ask(
-        DEDUP_CONFIRMED,
-        DedupConfirmedRequest(survivor=record(survivor), absorbed=[record(a) for a in absorbed]),
+    request = DedupConfirmedRequest(
+        survivor=record(survivor), absorbed=[record(a) for a in absorbed]
     )
+    reply, by_rules = ctx.ask_judged(DEDUP_CONFIRMED, request)
     everyone = [survivor, *absorbed]
+    if not by_rules and (why := merged_problem(reply.text, [i.text for i in everyone])):
+        # A model's merged text must say what the records say, all of it and nothing more;
+        # else the records' own sentences are kept (the rules' merge).
+        ctx.run.count("merge_texts_refused")
+        ctx.run.notes.append(f"merged text for {survivor.id} refused ({why}); its records' own sentences kept")  # fmt: skip
+        reply = DEDUP_CONFIRMED.heuristic(request)
     scores = merged_scores(everyone)
     importance = max((i.importance for i in everyone if i.importance is not None), default=None)
     tags = tuple(dict.fromkeys([*reply.tags, *(t for i in everyone for t in i.tags)]))
