@@ -34,6 +34,7 @@ class DreamResource(dg.ConfigurableResource):
     orphan_grace_days: float = setting(DreamConfig, "orphan_grace_days")
     confidence_threshold: float = setting(ConflictConfig, "confidence_threshold")
     conflict_batch_size: int = setting(ConflictConfig, "batch_size")
+    conflict_apply_batch_size: int = setting(ConflictConfig, "apply_batch_size")
     max_judged_pairs: int = setting(ConflictConfig, "max_judged_pairs")
     graph: dict = Field(
         default_factory=dict,
@@ -44,6 +45,7 @@ class DreamResource(dg.ConfigurableResource):
         return ConflictConfig(
             confidence_threshold=self.confidence_threshold,
             batch_size=self.conflict_batch_size,
+            apply_batch_size=self.conflict_apply_batch_size,
             max_judged_pairs=self.max_judged_pairs,
         )
 

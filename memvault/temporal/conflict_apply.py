@@ -106,7 +106,7 @@ def apply_conflict_plan(
     applied: Counter[str] = Counter()
     if plan.dry_run or not plan.actions:
         return applied
-    size = plan.config.batch_size
+    size = plan.config.apply_batch_size
     for start in range(0, len(plan.actions), size):
         batch = plan.actions[start : start + size]
         with store.mutation(run_id, phase) as mutation:
@@ -168,6 +168,14 @@ class _Batch:
         self.labels: dict[str, tuple[str, str]] = {}
         self.now = now
         self.counts: Counter[str] = Counter()
+        # Lineage parsed once per row and canonicalized once when written (a survivor that
+        # absorbs many statements would otherwise re-serialize its whole lineage per merge).
+        self.lineage: dict[str, list[dict[str, Any]]] = {}
+
+    def lineage_of(self, row_id: str) -> list[dict[str, Any]]:
+        if row_id not in self.lineage:
+            self.lineage[row_id] = parse_lineage(self.rows[row_id]["lineage"])
+        return self.lineage[row_id]
 
     def label(self, row_id: str, action: str, reason: str, *, weak: bool = False) -> None:
         if weak and row_id in self.labels:
@@ -190,13 +198,13 @@ class _Batch:
             # merged (a planned judgment was refused already; this catches anything else).
             self.counts["refused_merges"] += 1
             return
-        entries = parse_lineage(survivor["lineage"]) + parse_lineage(loser["lineage"])
+        entries = self.lineage_of(survivor["id"])
+        entries += self.lineage_of(loser["id"])
         entries.append(lineage_entry(loser))
         wording = action.merged_object
         if wording and survivor["object_id"] is None and wording != survivor["object"]:
             entries.append(lineage_entry(survivor))  # the survivor's own wording survives too
             survivor["object"] = wording
-        survivor["lineage"] = canonical_lineage(entries)
         survivor["confidence"] = max(survivor["confidence"], loser["confidence"])
         loser.update(
             status="merged",
@@ -222,8 +230,8 @@ class _Batch:
         if survivor is None:
             self.counts["stale"] += 1
             return
-        kept = [e for e in parse_lineage(survivor["lineage"]) if e.get("id") != row["id"]]
-        survivor["lineage"] = canonical_lineage(kept)
+        entries = self.lineage_of(survivor["id"])
+        entries[:] = [e for e in entries if e.get("id") != row["id"]]
         row.update(
             status="active",
             superseded_by=None,
@@ -288,6 +296,9 @@ class _Batch:
 
     def changes(self) -> dict[tuple[str, str], pl.DataFrame]:
         """Changed rows grouped by (audit action, reason)."""
+        for row_id, entries in self.lineage.items():
+            if entries or self.rows[row_id]["lineage"]:
+                self.rows[row_id]["lineage"] = canonical_lineage(entries)
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for row_id, label in self.labels.items():
             row = self.rows[row_id]

@@ -45,10 +45,11 @@ class ConflictConfig(BaseModel):
         le=1.0,
         description="Below this a verdict escalates, then goes to review.",
     )
-    batch_size: int = Field(
-        default=200,
+    batch_size: int = Field(default=200, ge=1, description="Requests per judge batch.")
+    apply_batch_size: int = Field(
+        default=20_000,
         ge=1,
-        description="Actions per transaction when applying; requests per judge batch.",
+        description="Actions per transaction when applying (a crash redoes at most one).",
     )
     max_judged_pairs: int = Field(
         default=50,

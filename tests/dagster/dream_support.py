@@ -97,7 +97,7 @@ def resume_job() -> dg.JobDefinition:
         resources=resources(
             url,
             store=CrashingStoreResource(url=url, crash_after=1, marker=marker),
-            dream=DreamResource(conflict_batch_size=2),
+            dream=DreamResource(conflict_batch_size=2, conflict_apply_batch_size=2),
         ),
     )
     return defs.resolve_job_def("dream_resume")

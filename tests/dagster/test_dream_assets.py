@@ -204,7 +204,9 @@ def test_a_dream_killed_in_consolidate_resumes_to_the_same_state(
     shutil.copy(tmp_path / "base.duckdb", tmp_path / "clean.duckdb")
 
     clean_url = f"duckdb://{tmp_path / 'clean.duckdb'}"
-    clean = run_dream(clean_url, dream=DreamResource(conflict_batch_size=2))
+    clean = run_dream(
+        clean_url, dream=DreamResource(conflict_batch_size=2, conflict_apply_batch_size=2)
+    )
     assert clean.success
 
     crash_url = f"duckdb://{tmp_path / 'crash.duckdb'}"

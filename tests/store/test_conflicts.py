@@ -397,7 +397,7 @@ def test_resume_after_a_crash_equals_an_uninterrupted_run(
         h = History()
         _busy_history(h)
         h.ingest(target, tmp_path)
-    config = ConflictConfig(batch_size=2)
+    config = ConflictConfig(batch_size=2, apply_batch_size=2)
 
     def judge() -> ScriptedJudge:
         return ScriptedJudge({**CONFIRM, "resolve_conflict": _by_pair})
