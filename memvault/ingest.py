@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -111,12 +111,12 @@ def parse_line(raw: bytes, context: dict[str, Any]) -> Record:
         raise ValueError(describe_validation_error(exc)) from None
 
 
-def read_jsonl(
+def iter_jsonl(
     stream: IO[bytes], source: str, *, on_progress: Progress | None = None
-) -> list[Numbered]:
-    """Every record of a JSONL stream, or an IngestError listing the bad lines."""
+) -> Iterator[Numbered]:
+    """The records of a JSONL stream, one at a time; after the last, an IngestError listing
+    the bad lines if there were any (the caller has written nothing by then)."""
     context = {"now": utcnow()}
-    items: list[Numbered] = []
     problems: list[LineProblem] = []
     total = 0
     for number, raw in enumerate(stream, 1):
@@ -128,30 +128,135 @@ def read_jsonl(
         if not raw:
             continue
         try:
-            items.append(Numbered(number, parse_line(raw, context)))
+            yield Numbered(number, parse_line(raw, context))
         except ValueError as exc:
             total += 1
             if len(problems) < MAX_PROBLEMS:
                 problems.append(LineProblem(source, number, str(exc)))
     if problems:
         raise IngestError(problems, total)
-    return items
 
 
-# -- resolving references ------------------------------------------------------------------
+def read_jsonl(
+    stream: IO[bytes], source: str, *, on_progress: Progress | None = None
+) -> list[Numbered]:
+    """Every record of a JSONL stream, or an IngestError listing the bad lines."""
+    return list(iter_jsonl(stream, source, on_progress=on_progress))
+
+
+# -- staging: records become columns as they are read -------------------------------------
+
+#: Records turned into columns at a time: what is held as Python objects while reading.
+CHUNK_RECORDS = 20_000
+#: The input line of each staged row (for the problems found later); not a store column.
+LINE = "_line"
+
+
+@dataclass
+class Staged:
+    """An input's records as one frame per type (with each row's line), read in bounded chunks
+    so a large file is held as columns, not as millions of objects."""
+
+    frames: dict[str, pl.DataFrame]
+    records: int = 0
+    split_blocks: int = 0
+
+
+def stage(items: Iterable[Numbered]) -> Staged:
+    parts: dict[str, list[pl.DataFrame]] = defaultdict(list)
+    staged = Staged(frames={})
+    chunk: list[Numbered] = []
+
+    def flush() -> None:
+        by_type: dict[str, list[Numbered]] = defaultdict(list)
+        for n in chunk:
+            by_type[n.record.type].append(n)  # type: ignore[attr-defined]
+        if by_type["block"]:
+            by_type["block"], split = _split_long_blocks(by_type["block"])
+            staged.split_blocks += split
+        for type_name, numbered in by_type.items():
+            if numbered:
+                frame = records_to_frame(type_name, [n.record for n in numbered])
+                parts[type_name].append(
+                    frame.with_columns(pl.Series(LINE, [n.line for n in numbered], pl.Int64))
+                )
+        chunk.clear()
+
+    for n in items:
+        staged.records += 1
+        chunk.append(n)
+        if len(chunk) >= CHUNK_RECORDS:
+            flush()
+    flush()
+    staged.frames = {
+        t: pl.concat(parts[t], how="diagonal_relaxed") for t in RECORD_TYPES if parts.get(t)
+    }
+    return staged
+
+
+#: Rows written (with their audit rows) at a time, all in the one transaction of the input.
+WRITE_ROWS = 50_000
+
+
+# -- checking: duplicates and references, column by column ---------------------------------
+
+
+class _Problems:
+    """Problems found so far: every one counted, the first by line kept for the report."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.total = 0
+        self.kept: list[tuple[int, int, str]] = []  # (line, order of the check, message)
+        self.checks = 0
+
+    def add(self, rows: pl.DataFrame, message: Callable[[dict[str, Any]], str]) -> None:
+        """``rows`` (with their line) each a problem, described by ``message(row)``."""
+        self.checks += 1
+        if rows.is_empty():
+            return
+        self.total += rows.height
+        order = self.checks
+        for row in rows.sort(LINE).head(MAX_PROBLEMS).iter_rows(named=True):
+            self.kept.append((row[LINE], order, message(row)))
+
+    def raise_if_any(self) -> None:
+        if self.total:
+            first = sorted(self.kept)[:MAX_PROBLEMS]
+            raise IngestError(
+                [LineProblem(self.source, line, text) for line, _, text in first], self.total
+            )
+
+
+def _dedupe(frame: pl.DataFrame, problems: _Problems) -> pl.DataFrame:
+    """Identical repeats inside one input are dropped; the same id with other content is an error."""
+    content = [c for c in frame.columns if c != LINE]
+    distinct = frame.unique(subset=content, keep="first", maintain_order=True)
+    if distinct.height == distinct["id"].n_unique():
+        return distinct
+    firsts = distinct.group_by("id", maintain_order=True).agg(pl.col(LINE).first().alias("_first"))
+    clashes = distinct.join(firsts, on="id").filter(pl.col(LINE) != pl.col("_first"))
+    problems.add(
+        clashes,
+        lambda r: f"id {r['id']!r} also on line {r['_first']} with different content",
+    )
+    return distinct.unique(subset=["id"], keep="first", maintain_order=True)
 
 
 class _Resolver:
-    """Resolves entity, session and block references against the batch and the store."""
+    """Resolves entity, session and block references against the input and the store."""
 
-    def __init__(self, store: Store, by_type: dict[str, list[Numbered]]) -> None:
+    def __init__(self, store: Store, frames: dict[str, pl.DataFrame]) -> None:
         self.store = store
-        self.entity_ids = {n.record.id for n in by_type["entity"]}  # type: ignore[attr-defined]
+        entities = frames.get("entity")
+        self.entity_ids: set[str] = set()
         self.by_canonical: dict[str, set[str]] = defaultdict(set)
-        for n in by_type["entity"]:
-            self.by_canonical[n.record.canonical_name].add(n.record.id)  # type: ignore[attr-defined]
-        self.session_ids = {n.record.id for n in by_type["session"]}  # type: ignore[attr-defined]
-        self.block_ids = {n.record.id for n in by_type["block"]}  # type: ignore[attr-defined]
+        if entities is not None:
+            for eid, canon in entities.select("id", "canonical_name").iter_rows():
+                self.entity_ids.add(eid)
+                self.by_canonical[canon].add(eid)
+        self.session_ids = _ids(frames, "session")
+        self.block_ids = _ids(frames, "block")
 
     def load_entities(self, refs: set[str]) -> None:
         unknown = refs - self.entity_ids
@@ -190,61 +295,77 @@ class _Resolver:
         )
 
 
-def _resolve(store: Store, by_type: dict[str, list[Numbered]], source: str) -> list[LineProblem]:
-    """Replace entity names with ids and check every reference; returns the problems found."""
-    resolver = _Resolver(store, by_type)
-    refs = {n.record.entity for n in by_type["mention"]}  # type: ignore[attr-defined]
-    for n in by_type["triple"]:
-        refs.add(n.record.subject)  # type: ignore[attr-defined]
-        if n.record.object_id:  # type: ignore[attr-defined]
-            refs.add(n.record.object_id)  # type: ignore[attr-defined]
-    resolver.load_entities(refs)
-    sessions: set[str] = set()
-    blocks: set[str] = set()
-    for n in by_type["block"]:
-        sessions.add(n.record.session_id or "")  # type: ignore[attr-defined]
-    for n in by_type["mention"]:
-        sessions.add(n.record.session_id or "")  # type: ignore[attr-defined]
-        blocks.add(n.record.block_id or "")  # type: ignore[attr-defined]
-    for n in by_type["triple"]:
-        sessions.add(n.record.source_session or "")  # type: ignore[attr-defined]
-        blocks.add(n.record.source_block or "")  # type: ignore[attr-defined]
-    for n in by_type["original"]:
-        blocks.add(n.record.id)  # type: ignore[attr-defined]
-    sessions.discard("")
-    blocks.discard("")
-    resolver.load_existing("sessions", sessions, resolver.session_ids)
-    resolver.load_existing("blocks", blocks, resolver.block_ids)
+def _ids(frames: dict[str, pl.DataFrame], type_name: str) -> set[str]:
+    frame = frames.get(type_name)
+    return set() if frame is None else set(frame["id"].to_list())
 
-    problems: list[LineProblem] = []
 
-    def check(n: Numbered, kind: str, value: str | None, known: set[str]) -> None:
-        if value and value not in known:
-            problems.append(LineProblem(source, n.line, f"unknown {kind} {value!r}"))
+def _values(frames: dict[str, pl.DataFrame], type_name: str, column: str) -> set[str]:
+    frame = frames.get(type_name)
+    if frame is None or column not in frame.columns:
+        return set()
+    return {v for v in frame[column].unique().to_list() if v}
 
-    for n in by_type["block"]:
-        check(n, "session", n.record.session_id, resolver.session_ids)  # type: ignore[attr-defined]
-    for n in by_type["original"]:
-        check(n, "block", n.record.id, resolver.block_ids)  # type: ignore[attr-defined]
-    for n in by_type["mention"]:
-        rec: Any = n.record
-        check(n, "session", rec.session_id, resolver.session_ids)
-        check(n, "block", rec.block_id, resolver.block_ids)
+
+#: The references each record type holds: (column, what it names).
+_REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
+    "block": (("session_id", "session"),),
+    "original": (("id", "block"),),
+    "mention": (("session_id", "session"), ("block_id", "block"), ("entity_id", "entity")),
+    "triple": (
+        ("source_session", "session"),
+        ("source_block", "block"),
+        ("subject_id", "entity"),
+        ("object_id", "entity"),
+    ),
+}
+
+
+def _said(messages: dict[str, str], column: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: messages[row[column]]
+
+
+def _unknown(kind: str, column: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: f"unknown {kind} {row[column]!r}"
+
+
+def _resolve(store: Store, frames: dict[str, pl.DataFrame], problems: _Problems) -> None:
+    """Replace entity names with ids and check every reference (in place)."""
+    resolver = _Resolver(store, frames)
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for type_name, references in _REFERENCES.items():
+        for column, kind in references:
+            wanted[kind] |= _values(frames, type_name, column)
+    resolver.load_entities(wanted["entity"])
+    resolver.load_existing("sessions", wanted["session"], resolver.session_ids)
+    resolver.load_existing("blocks", wanted["block"], resolver.block_ids)
+    resolved: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    for ref in wanted["entity"]:
         try:
-            rec.__dict__["entity"] = resolver.entity(rec.entity)
+            resolved[ref] = resolver.entity(ref)
         except ValueError as exc:
-            problems.append(LineProblem(source, n.line, str(exc)))
-    for n in by_type["triple"]:
-        rec = n.record
-        check(n, "session", rec.source_session, resolver.session_ids)
-        check(n, "block", rec.source_block, resolver.block_ids)
-        try:
-            rec.__dict__["subject"] = resolver.entity(rec.subject)
-            if rec.object_id:
-                rec.__dict__["object_id"] = resolver.entity(rec.object_id)
-        except ValueError as exc:
-            problems.append(LineProblem(source, n.line, str(exc)))
-    return problems
+            refused[ref] = str(exc)
+    known = {"session": resolver.session_ids, "block": resolver.block_ids}
+    for type_name, references in _REFERENCES.items():
+        frame = frames.get(type_name)
+        if frame is None:
+            continue
+        for column, kind in references:
+            if column not in frame.columns:
+                continue
+            frame = frame.with_columns(pl.col(column).cast(pl.Utf8))  # an all-null chunk is Null
+            if kind == "entity":
+                bad = frame.filter(pl.col(column).is_in(list(refused)))
+                problems.add(bad, _said(refused, column))
+                frame = frame.with_columns(pl.col(column).replace(resolved))
+            else:
+                value = pl.col(column)
+                bad = frame.filter(
+                    value.is_not_null() & (value != "") & ~value.is_in(list(known[kind]))
+                )
+                problems.add(bad, _unknown(kind, column))
+        frames[type_name] = frame
 
 
 # -- preparing rows --------------------------------------------------------------------------
@@ -277,43 +398,15 @@ def _split_long_blocks(items: list[Numbered]) -> tuple[list[Numbered], int]:
     return out, split
 
 
-def _dedupe(items: list[Numbered], source: str) -> tuple[list[Numbered], list[LineProblem]]:
-    """Identical repeats inside one input are dropped; the same id with other content is an error."""
-    seen: dict[str, Numbered] = {}
-    out: list[Numbered] = []
-    problems: list[LineProblem] = []
-    for n in items:
-        rid = n.record.id  # type: ignore[attr-defined]
-        first = seen.get(rid)
-        if first is None:
-            seen[rid] = n
-            out.append(n)
-        elif first.record != n.record:
-            problems.append(
-                LineProblem(
-                    source, n.line, f"id {rid!r} also on line {first.line} with different content"
-                )
-            )
-    return out, problems
-
-
-def prepare(
-    store: Store, items: Iterable[Numbered], source: str
-) -> tuple[dict[str, list[Numbered]], int]:
-    """Group, split, de-duplicate and resolve; raises IngestError with every problem found."""
-    by_type: dict[str, list[Numbered]] = {t: [] for t in RECORD_TYPES}
-    for n in items:
-        by_type[n.record.type].append(n)  # type: ignore[attr-defined]
-    by_type["block"], split = _split_long_blocks(by_type["block"])
-    problems: list[LineProblem] = []
-    for type_name in RECORD_TYPES:
-        by_type[type_name], found = _dedupe(by_type[type_name], source)
-        problems += found
-    problems += _resolve(store, by_type, source)
-    if problems:
-        problems.sort(key=lambda p: p.line)
-        raise IngestError(problems[:MAX_PROBLEMS], len(problems))
-    return by_type, split
+def prepare(store: Store, staged: Staged, source: str) -> dict[str, pl.DataFrame]:
+    """De-duplicate and resolve the staged frames (their line column dropped); raises
+    IngestError with every problem found (the first by line listed, all counted)."""
+    problems = _Problems(source)
+    # Each staged frame is let go as its checked copy is made (the peak is one copy, not two).
+    frames = {t: _dedupe(staged.frames.pop(t), problems) for t in list(staged.frames)}
+    _resolve(store, frames, problems)
+    problems.raise_if_any()
+    return {t: f.drop(LINE) for t, f in frames.items()}
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -328,17 +421,15 @@ def ingest_records(
     size_bytes: int = 0,
     run_id: str | None = None,
 ) -> IngestReport:
-    """Validate references and write all records in one audited transaction."""
-    items = list(items)
-    report = IngestReport(source=source, records=len(items))
-    by_type, report.split_blocks = prepare(store, items, source)
-    del items  # from here on the records live only in by_type, and go as their rows are built
-    frames: dict[str, pl.DataFrame] = {}
-    for type_name in RECORD_TYPES:
-        records = by_type.pop(type_name)
-        if records:
-            frames[type_name] = records_to_frame(type_name, [n.record for n in records])
-        del records
+    """Validate references and write all records in one audited transaction.
+
+    ``items`` is read once, as it comes (a generator reading a file is held as columns in
+    bounded chunks, never as a list of records)."""
+    staged = stage(items)
+    report = IngestReport(source=source, records=staged.records)
+    report.split_blocks = staged.split_blocks
+    frames = prepare(store, staged, source)
+    del staged
     report.run_id = store.begin_run(
         "ingest", {"source": source, "records": report.records}, run_id=run_id
     )
@@ -347,9 +438,13 @@ def ingest_records(
             skill_ids: list[str] = []
             referred: set[str] = set()
             for type_name, frame in frames.items():
-                inserted = m.insert(
-                    MAPPINGS[type_name].table, frame, action="ingest", reason=source
-                )
+                inserted = [
+                    row_id
+                    for part in frame.iter_slices(WRITE_ROWS)
+                    for row_id in m.insert(
+                        MAPPINGS[type_name].table, part, action="ingest", reason=source
+                    )
+                ]
                 report.inserted[type_name] = len(inserted)
                 report.existing[type_name] = frame.height - len(inserted)
                 if type_name == "skill_use":
@@ -439,7 +534,7 @@ def ingest_file(
     if str(path) == "-":
         return ingest_records(
             store,
-            read_jsonl(sys.stdin.buffer, "<stdin>", on_progress=on_progress),
+            iter_jsonl(sys.stdin.buffer, "<stdin>", on_progress=on_progress),
             source="<stdin>",
         )
     file = Path(path)
@@ -449,10 +544,10 @@ def ingest_file(
     if not force and already_ingested(store, digest):
         return IngestReport(source=str(file), already_ingested=True)
     with file.open("rb") as stream:
-        # No name holds the parsed records here, so ingest_records can free them as it goes.
+        # Read as it is staged: the parsed records never exist all at once.
         return ingest_records(
             store,
-            read_jsonl(stream, str(file), on_progress=on_progress),
+            iter_jsonl(stream, str(file), on_progress=on_progress),
             source=str(file),
             source_hash=digest,
             size_bytes=file.stat().st_size,
