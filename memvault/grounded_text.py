@@ -20,6 +20,7 @@ replaced by something extractive (a digest) or dropped (an insight), and counted
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -148,11 +149,24 @@ _NUMBER_WORDS = {
 } | {"thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000"}
 
 
+_POSSESSIVE = re.compile(r"'s$")
+_WORD_PARTS = re.compile(r"[.'-]")
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _fold(word: str) -> str:
-    """A word compared: NFKC, case-folded, without possessive or edge punctuation."""
+    """A word compared: NFKC, case-folded, without possessive or edge punctuation (cached: a
+    night checks thousands of texts made of the same words)."""
     folded = unicodedata.normalize("NFKC", word).casefold().replace("’", "'")
-    folded = re.sub(r"'s$", "", folded)
+    folded = _POSSESSIVE.sub("", folded)
     return folded.strip(".'-")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _forms(word: str) -> tuple[str, ...]:
+    """A word's folded form and its parts (``o'neill`` also as ``o`` and ``neill``)."""
+    folded = _fold(word)
+    return (folded, *(p for p in _WORD_PARTS.split(folded) if p))
 
 
 def _parts(number: str) -> list[str]:
@@ -174,9 +188,9 @@ class Vocabulary:
         for text in sources:
             text = unicodedata.normalize("NFKC", text or "")
             for match in _WORD.finditer(text):
-                folded = _fold(match.group())
-                words.add(folded)
-                words.update(p for p in re.split(r"[.'-]", folded) if p)
+                forms = _forms(match.group())
+                folded = forms[0]
+                words.update(forms)
                 if folded in _MONTHS:
                     numbers.add(_MONTHS[folded])
                 if folded in _NUMBER_WORDS:
@@ -193,15 +207,16 @@ def _common(folded: str) -> bool:
 def names(text: str) -> list[str]:
     """The words of ``text`` that name something: every capitalized word (a sentence's first
     too) that is not a common word (:data:`COMMON_WORDS`, stop words)."""
-    out: list[str] = []
-    for match in _WORD.finditer(unicodedata.normalize("NFKC", text)):
-        word = match.group()
-        if not word[0].isupper() and not any(c.isupper() for c in word[1:]):
-            continue
-        if _common(_fold(word)):
-            continue
-        out.append(word)
-    return out
+    return [
+        word
+        for word in _WORD.findall(unicodedata.normalize("NFKC", text))
+        if _names_something(word)
+    ]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _names_something(word: str) -> bool:
+    return any(c.isupper() for c in word) and not _common(_fold(word))
 
 
 def numbers(text: str) -> list[str]:
