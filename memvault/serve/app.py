@@ -214,7 +214,10 @@ def http_app(mcp: MCPServer, guard: Guard, token: str | None = None) -> ASGIApp:
     from mcp.server.transport_security import TransportSecuritySettings
 
     inner = mcp.streamable_http_app(
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        # A tool call's answer as one JSON body, not an event stream (no notifications are
+        # sent mid-call): fewer round trips per recall.
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return Gate(inner, guard, token)
 
