@@ -37,7 +37,7 @@ Run (it is not part of the default run)::
 ``MEMVAULT_SCALE_SIZES`` is a comma list of session counts: default ``9700,29000``
 (≈ 100k and ≈ 300k blocks); 97000 (≈ 1M blocks) only when asked for. With
 ``MEMVAULT_SCALE_PROFILE=1`` each stage's work runs under cProfile (slower) and its top
-functions are printed. The table is printed at the end and written as JSON to
+functions are printed (its JSON is then ``scale-<sizes>-profiled.json``). The table is printed at the end and written as JSON to
 ``scale.json`` in the test's tmp dir and to ``/tmp/memvault-perf/scale-<sizes>.json``.
 A failed stage is recorded in the table (its log printed) and fails the test at the end.
 """
@@ -142,9 +142,12 @@ def _peak_rss_mb(pid: int | str = "self") -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux
 
 
-def _top_functions(profiler: cProfile.Profile, limit: int = 12) -> str:
+def _top_functions(profiler: cProfile.Profile, limit: int = 25) -> str:
+    """The functions with the most own time, then with the most cumulative time."""
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(limit)
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(limit)
+    stats.sort_stats("cumulative").print_stats(limit)
     return out.getvalue()
 
 
@@ -154,7 +157,7 @@ def _child(stage: str, job_file: str) -> None:
     clock = Clock(profile=job.profile)
     figures = STAGES[stage].run(job, clock)
     if clock.profiler:
-        print(f"--- {stage}: top functions by own time ---\n{_top_functions(clock.profiler)}")
+        print(f"--- {stage}: the main thread's profile ---\n{_top_functions(clock.profiler)}")
     measured = {"cpu_s": clock.cpu_s, "wall_s": clock.wall_s, "rss_mb": _peak_rss_mb()}
     result = measured | figures  # a stage may say whose CPU and RSS count (recall: the server's)
     Path(job.work, f"{stage}.json").write_text(json.dumps(result, default=str), encoding="utf-8")
@@ -543,7 +546,7 @@ def _run_stage(key: str, job_file: Path, work: Path) -> dict[str, Any]:
         code = -1
     text = log.read_text(errors="replace")
     if PROFILE or code:
-        print(f"\n--- {key} (exit {code}) log {log} ---\n{text[-8000:]}")
+        print(f"\n--- {key} (exit {code}) log {log} ---\n{text[-20000:]}")
     if code or not result.is_file():
         lines = [line for line in text.strip().splitlines() if line.strip()]
         error = lines[-1] if lines else "no output"
@@ -652,7 +655,8 @@ def _write(rows: list[dict[str, Any]], sizes: list[int], tmp_path: Path) -> list
         "rows": rows,
     }
     text = json.dumps(payload, indent=2, default=str)
-    paths = [tmp_path / "scale.json", CACHE_ROOT / f"scale-{'-'.join(map(str, sizes))}.json"]
+    name = f"scale-{'-'.join(map(str, sizes))}{'-profiled' if PROFILE else ''}.json"
+    paths = [tmp_path / "scale.json", CACHE_ROOT / name]
     for path in paths:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
