@@ -45,6 +45,18 @@ def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[starts], counts
 
 
+def _bitmap(values: np.ndarray, universe: int) -> np.ndarray:
+    """64-bit words with the bit of every value set (values in ``[0, universe)``)."""
+    words = np.zeros(universe // 64 + 1, dtype=np.uint64)
+    values = np.unique(values.astype(np.int64))
+    if values.size:
+        word = values >> 6
+        starts = np.flatnonzero(np.concatenate([[True], word[1:] != word[:-1]]))
+        flags = np.left_shift(np.uint64(1), (values & 63).astype(np.uint64))
+        words[word[starts]] = np.add.reduceat(flags, starts)  # distinct bits: sum = or
+    return words
+
+
 class KeySet:
     """Membership and rank of int64 keys in ``[0, universe)``.
 
@@ -57,14 +69,11 @@ class KeySet:
         self.keys = unique_sorted(keys)
         self.words: np.ndarray | None = None
         self.before: np.ndarray | None = None
+        self.filter: np.ndarray | None = None
+        # The hashed bitmap's size: ~16 bits a key (1 in 16 absent keys passes the filter).
+        self.bits = int(min(31, max(10, np.ceil(np.log2(max(self.keys.size, 1) * 16)))))
         if universe <= BITMAP_MAX_BITS:
-            words = np.zeros(universe // 64 + 1, dtype=np.uint64)
-            if self.keys.size:
-                word = self.keys >> 6
-                starts = np.flatnonzero(np.concatenate([[True], word[1:] != word[:-1]]))
-                flags = np.left_shift(np.uint64(1), (self.keys & 63).astype(np.uint64))
-                words[word[starts]] = np.add.reduceat(flags, starts)  # distinct bits: sum = or
-            self.words = words
+            self.words = _bitmap(self.keys, universe)
 
     def contains(self, probe: np.ndarray) -> np.ndarray:
         probe = np.asarray(probe, dtype=np.int64)
@@ -73,9 +82,26 @@ class KeySet:
             return ((self.words[probe >> 6] >> bit) & np.uint64(1)).astype(bool)
         if self.keys.size == 0:
             return np.zeros(probe.size, dtype=bool)
-        pos = np.searchsorted(self.keys, probe)
-        pos[pos >= self.keys.size] = 0
-        return self.keys[pos] == probe
+        # Too many keys for a bitmap of the universe: a small bitmap of hashed keys (it fits
+        # the CPU caches) answers "surely not" for most probes, and only the rest are looked
+        # up by binary search (which, for every probe of a 300k-block store's wedges, cost
+        # more than all the rest of the signals).
+        if self.filter is None:
+            self.filter = _bitmap(self._hash(self.keys), 1 << self.bits)
+        slot = self._hash(probe)
+        maybe = np.flatnonzero((self.filter[slot >> 6] >> (slot & np.uint64(63))) & np.uint64(1))
+        out = np.zeros(probe.size, dtype=bool)
+        if maybe.size:
+            candidates = probe[maybe]
+            pos = np.searchsorted(self.keys, candidates)
+            pos[pos >= self.keys.size] = 0
+            out[maybe] = self.keys[pos] == candidates
+        return out
+
+    def _hash(self, keys: np.ndarray) -> np.ndarray:
+        """Fibonacci hashing of the keys into ``bits`` bits."""
+        mixed = keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # wraps, as meant
+        return mixed >> np.uint64(64 - self.bits)
 
     def rank(self, probe: np.ndarray) -> np.ndarray:
         """How many keys are smaller than each probe (a present key's position in ``keys``)."""
