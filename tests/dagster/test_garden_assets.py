@@ -122,6 +122,8 @@ def test_a_failing_phase_fails_its_asset_and_its_retry_continues(
     real = garden_run.PHASE_FUNCTIONS["decay"]
 
     def flaky(ctx):  # type: ignore[no-untyped-def]
+        if ctx.run.run_id.startswith("garden-rehearsal-"):
+            return real(ctx)  # the idempotency check's rehearsal, not the run
         calls["n"] += 1
         if calls["n"] == 1:
             raise ConnectionError("the store went away for a moment")
