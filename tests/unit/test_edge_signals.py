@@ -232,3 +232,23 @@ def test_keyset_bitmap_and_search_agree() -> None:
     assert (large.contains(probe) == expected).all()
     present = np.unique(keys)
     assert (small.rank(present) == np.arange(present.size)).all()
+    assert (large.rank(present) == np.arange(present.size)).all()
+    assert (large.rank(probe) == np.searchsorted(present, probe)).all()
+
+
+def test_keyset_hash_table_is_exact_on_pair_keys_of_a_large_store() -> None:
+    """Pair keys u * n + v of a store with 230k entities (beyond any bitmap), clustered rows
+    and strided keys that crowd the same slots: membership and rank as a sorted search."""
+    rng = np.random.default_rng(11)
+    n = 230_000
+    u = np.concatenate([rng.integers(0, 50, 200_000), rng.integers(0, n, 300_000)])
+    v = rng.integers(0, n, u.size)
+    strided = np.arange(1, 20_001, dtype=np.int64) << 20
+    keys = np.concatenate([u * n + v, strided])
+    probe = np.concatenate([keys[::3], rng.integers(0, n * n, 200_000), strided + 1])
+    found = sg.KeySet(keys, n * n)
+    assert found.words is None
+    present = np.unique(keys)
+    assert (found.contains(probe) == np.isin(probe, present)).all()
+    assert (found.rank(probe) == np.searchsorted(present, probe)).all()
+    assert not sg.KeySet(np.zeros(0, np.int64), n * n).contains(probe).any()
