@@ -66,7 +66,7 @@ class _HashSlots:
     and probed a whole array at a time: each key's slot holds the key and its rank.
 
     Round r of the build offers every key not yet placed the slot r after its home; of the
-    keys offered one free slot, the first takes it. A key placed in round d therefore finds,
+    keys offered one free slot, one takes it. A key placed in round d therefore finds,
     in the slots before its own, keys that arrived earlier, never an empty slot, so a lookup
     that walks from the home slot until it meets the key or an empty slot is exact. At this
     load a lookup reads 1.5 slots on average when the key is there, 2.5 when it is not,
@@ -85,13 +85,13 @@ class _HashSlots:
             slot = (home[pending] + step) & self.mask
             free = self.key[slot] == _EMPTY
             offered, at = pending[free], slot[free]
-            # the first key offered each free slot takes it (np.unique gives first positions)
-            at, first = np.unique(at, return_index=True)
-            taker = offered[first]
-            self.key[at] = keys[taker]
-            self.rank[at] = taker
+            # one of the keys offered each free slot takes it (whichever write lands; the keys
+            # are distinct, so reading the slot back tells who), the others walk on
+            self.key[at] = keys[offered]
+            won = self.key[at] == keys[offered]
+            self.rank[at[won]] = offered[won]
             placed = np.zeros(keys.size, dtype=bool)
-            placed[taker] = True
+            placed[offered[won]] = True
             pending = pending[~placed[pending]]
             step += 1
 
