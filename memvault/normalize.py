@@ -11,6 +11,8 @@ import datetime as dt
 import re
 import unicodedata
 
+from memvault import clock
+
 # Control characters other than TAB and LF are dropped; PostgreSQL cannot store NUL.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NEEDS_CLEANING = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -104,4 +106,5 @@ def iso(value: dt.datetime | None) -> str | None:
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    """Now in naive UTC, by memvault's one clock (:mod:`memvault.clock`)."""
+    return clock.utcnow()

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 import memvault
+from memvault import clock
 from memvault.store import Store
-from tests.helpers import PG_URL, require_service
+from tests.helpers import PG_URL, TEST_NOW, require_service
 
 #: Settings of the test run itself, kept from the caller's environment.
-TEST_SETTINGS = ("MEMVAULT_TEST_PG", "MEMVAULT_PERF_CACHE")
+TEST_SETTINGS = ("MEMVAULT_TEST_PG", "MEMVAULT_PERF_CACHE", "MEMVAULT_TEST_TODAY")
 
 _HERMETIC_ROOT: Path | None = None
 
@@ -34,6 +35,7 @@ def _make_hermetic() -> Path:
     loads), in every pytest process (xdist workers included). What a user leaves behind —
     the checkout's ``.dagster/`` and ``.memvault/`` (``memvault demo`` writes both),
     ``MEMVAULT_*`` and ``DAGSTER_HOME`` in the shell, ``~/.claude/projects`` — is never read.
+    memvault's clock is set to read :data:`~tests.helpers.TEST_NOW` now, whatever the date.
     """
     root = Path(tempfile.mkdtemp(prefix="memvault-tests-"))
     for name in list(os.environ):
@@ -46,6 +48,7 @@ def _make_hermetic() -> Path:
     shutil.copyfile(Path(__file__).parents[1] / "dagster.yaml", root / "dagster" / "dagster.yaml")
     os.environ["MEMVAULT_STORE"] = f"duckdb://{root / 'store' / 'memvault.duckdb'}"
     os.environ["MEMVAULT_INBOX"] = str(root / "inbox")
+    os.environ[clock.VARIABLE] = repr(clock.shift_to(TEST_NOW))
     return root
 
 

@@ -21,6 +21,7 @@ from memvault.judge import HeuristicJudge, Judge, ScriptedJudge
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault_demo import DemoConfig, GroundTruth, generate, write_jsonl
+from tests.helpers import TEST_NOW
 
 HASHING = make_embedder("hashing")
 UNLIMITED = 10**6
@@ -28,7 +29,7 @@ UNLIMITED = 10**6
 
 def demo_file(directory: Path, sessions: int = 60, days: int = 120) -> tuple[Path, GroundTruth]:
     """A demo history as JSONL (ending now, so decay sees realistic ages)."""
-    records, truth = generate(DemoConfig(sessions=sessions, days=days, seed=7))
+    records, truth = generate(DemoConfig(sessions=sessions, days=days, seed=7, end=TEST_NOW))
     path = directory / f"demo-{sessions}-{days}.jsonl"
     write_jsonl(records, path)
     return path, truth

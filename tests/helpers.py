@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import os
 import re
@@ -17,6 +18,23 @@ from memvault.store import Store
 PG_URL = os.environ.get("MEMVAULT_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _test_now() -> dt.datetime:
+    """``MEMVAULT_TEST_TODAY`` (a date, or a date and time in UTC), else 2026-12-05 10:00."""
+    raw = os.environ.get("MEMVAULT_TEST_TODAY", "").strip() or "2026-12-05"
+    moment = dt.datetime.fromisoformat(raw.removesuffix("Z"))
+    if len(raw) <= 10:
+        moment = moment.replace(hour=10)
+    return moment.replace(tzinfo=None)
+
+
+#: The moment the tests take for now, whatever day they run: every generated history ends
+#: here and memvault's clock (``MEMVAULT_CLOCK_SHIFT``, set by conftest.py for this process and
+#: every process it starts) reads it when the test process starts. ``MEMVAULT_TEST_TODAY``
+#: moves it; ``.ci/run`` runs the tests that build histories at two other dates too, so a
+#: test that depends on the day fails the day it is written.
+TEST_NOW = _test_now()
 
 #: Internal clause ids (D1, T3, GD5, GD-S3, design.md §…) mean nothing to a reader.
 CLAUSE = re.compile(r"\b(?:[DTLEASRPGBO]\d|GD\d|GD-S\d|SPEC)\b|§")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from assets.dream.jobs import dream_job
+from memvault import clock
 from memvault.dream import evaluate_gate
 from pipelines.recovery import close_dead_runs
 from resources import DreamResource
@@ -115,7 +116,7 @@ def dream_gate_sensor(
     inputs = gate_inputs(context.instance)
     if inputs.sessions_total is None:
         return dg.SkipReason("session gate: no collected_sessions materialization yet")
-    now = dt.datetime.now(dt.UTC)
+    now = clock.now()
     decision = evaluate_gate(now, inputs.last_dream_at, inputs.sessions_since, dream.config())
     if not decision.run:
         return dg.SkipReason(decision.reason)

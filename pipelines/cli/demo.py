@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 import memvault
+from memvault import clock
 from memvault.config import DEMO_STORE
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
@@ -138,7 +139,7 @@ def run_demo(
     if not failed:
         from pipelines.cli.profile import backfill_range
 
-        last_day = dt.datetime.now(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
+        last_day = clock.now(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
         with console.status("backfilling the daily profile (profile_job) ..."):
             profile = backfill_range(
                 url, first_day, last_day, say=lambda m: console.print(f"note: {m}", markup=False)

@@ -17,6 +17,7 @@ from memvault.ingest import ingest_file
 from memvault.store import Store
 from memvault_demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
+from tests.helpers import TEST_NOW
 
 DREAM_ASSETS = dg.load_assets_from_modules([dream])
 DREAM_CHECKS = dg.load_asset_checks_from_modules([dream_checks])
@@ -24,7 +25,7 @@ DREAM_CHECKS = dg.load_asset_checks_from_modules([dream_checks])
 
 def seed_demo_store(url: str, folder: Path, sessions: int = 40, seed: int = 7) -> GroundTruth:
     """Ingest a generated history (through the real ingest path) into ``url``."""
-    records, truth = generate(DemoConfig(sessions=sessions, days=90, seed=seed))
+    records, truth = generate(DemoConfig(sessions=sessions, days=90, seed=seed, end=TEST_NOW))
     path = folder / f"history-{seed}-{sessions}.jsonl"
     write_jsonl(records, path)
     with memvault.open(url) as store:

@@ -13,6 +13,7 @@ import pytest
 
 import memvault
 from assets.dream.checks import bitemporal_consistency, grounding, no_data_loss
+from memvault import clock
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
 from memvault.temporal import asof
@@ -50,7 +51,7 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert prune["dry_run"] is False
     # The run report shows the time as the shell does: an ISO time in UTC, today.
     last = dt.datetime.fromisoformat(prune["last_dream_at"])
-    assert last.tzinfo is not None and abs(dt.datetime.now(dt.UTC) - last) < dt.timedelta(hours=1)
+    assert last.tzinfo is not None and abs(clock.now() - last) < dt.timedelta(hours=1)
     reflect = metadata(first, "dream_reflect")
     assert reflect["reflection_kind"] == "statistical" and reflect["insights_written"] >= 1
     signal = metadata(first, "dream_discoveries")

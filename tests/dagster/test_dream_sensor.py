@@ -14,6 +14,7 @@ import dagster as dg
 import pytest
 
 from assets.dream.sensor import dream_gate_sensor
+from memvault import clock
 from pipelines.definitions import build_resources
 from resources import DreamResource
 
@@ -35,7 +36,7 @@ def dreamed(
 ) -> None:
     """A real dream's dream_prune materialization as the asset writes it: it finished
     ``hours_ago``, with ``sessions_total`` sessions in the store."""
-    when = dt.datetime.now(dt.UTC) - dt.timedelta(hours=hours_ago)
+    when = clock.now() - dt.timedelta(hours=hours_ago)
     instance.report_runless_asset_event(
         dg.AssetMaterialization(
             "dream_prune",
@@ -52,7 +53,7 @@ def dreamed(
 def dry_dreamed(instance: dg.DagsterInstance, hours_ago: float, last_real_hours_ago: float) -> None:
     """A dry run's dream_prune materialization as the asset writes it: it finished
     ``hours_ago`` but carries the last real dream's time forward, and no session mark."""
-    now = dt.datetime.now(dt.UTC)
+    now = clock.now()
     instance.report_runless_asset_event(
         dg.AssetMaterialization(
             "dream_prune",

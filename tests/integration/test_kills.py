@@ -22,7 +22,7 @@ import memvault
 from memvault.temporal import data_loss_violations
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
 from tests.dagster.dream_support import seed_demo_store
-from tests.helpers import export_text
+from tests.helpers import TEST_NOW, export_text
 
 pytestmark = pytest.mark.integration
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
@@ -100,7 +100,7 @@ def test_a_killed_garden_run_does_not_block_the_next(tmp_path: Path, env: dict[s
 
 
 def test_a_killed_ingest_leaves_nothing_half_written(tmp_path: Path, env: dict[str, str]) -> None:
-    records, _ = generate(DemoConfig(sessions=150, days=120, seed=5))
+    records, _ = generate(DemoConfig(sessions=150, days=120, seed=5, end=TEST_NOW))
     history = tmp_path / "history.jsonl"
     write_jsonl(records, history)
     clean = f"duckdb://{tmp_path / 'clean.duckdb'}"

@@ -28,6 +28,7 @@ from memvault.ingest import ingest_file
 from memvault.judge import HeuristicJudge
 from memvault.vectors import embed_missing
 from memvault_demo import DemoConfig, generate, write_jsonl
+from tests.helpers import TEST_NOW
 
 pytestmark = pytest.mark.perf
 
@@ -41,7 +42,9 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("garden-perf")
     sessions = max(100, round(BLOCKS / 10.3))
     started = time.perf_counter()
-    records, truth = generate(DemoConfig(sessions=sessions, days=max(150, sessions // 20), seed=7))
+    records, truth = generate(
+        DemoConfig(sessions=sessions, days=max(150, sessions // 20), seed=7, end=TEST_NOW)
+    )
     source = folder / "demo.jsonl"
     write_jsonl(records, source)
     path = folder / "big.duckdb"

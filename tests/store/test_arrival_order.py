@@ -22,6 +22,7 @@ from memvault.temporal import apply_conflict_plan, asof, data_loss_violations, p
 from memvault.temporal.checks import bitemporal_overlaps
 from memvault.temporal.grounding import Grounding
 from memvault_demo.generator import DemoConfig, by_night, generate, write_jsonl
+from tests.helpers import TEST_NOW
 from tests.store.temporal_history import NOW, History, when
 
 NO_CALLS: dict[str, Any] = {}
@@ -134,7 +135,7 @@ def _probes(store: Store, subject: str) -> list[dt.datetime | None]:
 def test_nightly_and_batch_arrival_give_the_same_answers_on_the_demo_history(
     store_url: str, tmp_path: Path
 ) -> None:
-    records, truth = generate(DemoConfig(sessions=36, days=90, seed=11))
+    records, truth = generate(DemoConfig(sessions=36, days=90, seed=11, end=TEST_NOW))
     records = list(records)
     nightly_url = f"duckdb://{tmp_path / 'nightly.duckdb'}"
     judge = HeuristicJudge()

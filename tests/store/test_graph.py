@@ -20,6 +20,7 @@ from memvault.graph import (
 from memvault.graph.config import SIGNALS
 from memvault.graph.edges import CURSOR_KEY, compute_edges
 from memvault.graph.inputs import ACTIVE_MENTIONS_SQL
+from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.vectors import load_vectors
 from tests.helpers import table_dump
@@ -82,7 +83,7 @@ def add_vectors(store: Store, vectors: dict[str, tuple[float, ...]]) -> None:
             "dim": [3] * len(vectors),
             "vector": [np.asarray(v, dtype=np.float32).tobytes() for v in vectors.values()],
             "text_hash": ["-"] * len(vectors),
-            "created_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)] * len(vectors),
+            "created_at": [utcnow()] * len(vectors),
         },
         schema_overrides={"vector": pl.Binary, "dim": pl.Int32},
     )

@@ -453,7 +453,7 @@ def test_the_move_away_is_told_only_after_the_move_back(default) -> None:
 
 
 def test_an_early_memory_is_asked_about_lately_and_its_twin_never() -> None:
-    records, truth = generate(DemoConfig(sessions=120, days=90, seed=3))
+    records, truth = generate(DemoConfig(sessions=120, days=90, seed=3, end=END))
     recalls = [r for r in records if r.type == "recall"]
     assert truth.reinforced_block and truth.untouched_twin
     assert truth.reinforced_block.split("_")[:3] == truth.untouched_twin.split("_")[:3]
