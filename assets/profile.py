@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import dagster as dg
 import polars as pl
@@ -32,6 +33,7 @@ from assets.common import (
     retried_on_llm_trouble,
     with_upstream,
 )
+from memvault import clock
 from memvault.grounded_text import REASONS as REFUSALS
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.profile import ProfileSettings, compute_snapshots, write_snapshots
@@ -57,9 +59,19 @@ warnings.filterwarnings(
 #: Read when the code location loads (see memvault.profile.settings).
 SETTINGS = ProfileSettings.from_env()
 
+
+def _end_date() -> str | None:
+    """Today in the owner's timezone by memvault's clock (the first day *not* a partition)
+    when that clock is shifted from the wall clock (the tests, a replay); else None, and
+    Dagster ends the partitions at its own yesterday, moving on as the days pass."""
+    if not clock.shift():
+        return None
+    return clock.now(ZoneInfo(SETTINGS.timezone)).date().isoformat()
+
+
 #: One partition per day of the owner's timezone; the last one is yesterday (a complete day).
 DAILY_PARTITIONS = dg.DailyPartitionsDefinition(
-    start_date=SETTINGS.start.isoformat(), timezone=SETTINGS.timezone
+    start_date=SETTINGS.start.isoformat(), end_date=_end_date(), timezone=SETTINGS.timezone
 )
 
 #: A backfill runs as one run per batch of days; each asset handles a whole range at once.

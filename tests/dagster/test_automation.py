@@ -19,6 +19,7 @@ from dagster._core.definitions.automation_tick_evaluation_context import build_r
 
 from assets.profile import DAILY_PARTITIONS
 from pipelines.definitions import automation_sensor, defs
+from tests.helpers import TEST_NOW
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,8 +96,12 @@ def daemon(tmp_path: Path) -> Daemon:
         yield Daemon(instance)
 
 
+#: 02:00 UTC three days before the tests' day (a night whose yesterday is a partition).
+NIGHT = dt.datetime.combine(TEST_NOW.date() - dt.timedelta(days=3), dt.time(2), tzinfo=dt.UTC)
+
+
 def test_a_night_chains_track_by_track_each_in_a_run_of_its_own(daemon: Daemon) -> None:
-    night = dt.datetime(2026, 12, 2, 2, 0, tzinfo=dt.UTC)
+    night = NIGHT
     yesterday = DAILY_PARTITIONS.get_partition_keys(current_time=night)[-1]
     assert daemon.tick(night) == set()
 
@@ -134,7 +139,7 @@ def test_a_night_chains_track_by_track_each_in_a_run_of_its_own(daemon: Daemon) 
 
 
 def test_tiering_runs_at_five_on_a_day_without_a_dream(daemon: Daemon) -> None:
-    day = dt.datetime(2026, 12, 3, 4, 50, tzinfo=dt.UTC)
+    day = NIGHT + dt.timedelta(days=1, hours=2, minutes=50)  # 04:50 the next day
     assert daemon.tick(day) == set()
     assert daemon.tick(day + dt.timedelta(minutes=20)) == {(frozenset(LIFECYCLE), None)}
     daemon.materialized(*LIFECYCLE)
@@ -145,7 +150,7 @@ def test_a_quiet_night_of_the_gardener_leads_to_no_lint(daemon: Daemon) -> None:
     """On a quiet store the gardener's step materializes nothing and observes its survey with
     the reason: the lint, which follows the gardener's report, is not asked for; the next
     night's collector asks for the gardener again."""
-    night = dt.datetime(2026, 12, 2, 2, 0, tzinfo=dt.UTC)
+    night = NIGHT
     yesterday = DAILY_PARTITIONS.get_partition_keys(current_time=night)[-1]
     assert daemon.tick(night) == set()
     daemon.materialized("collected_sessions", "memory_embeddings")

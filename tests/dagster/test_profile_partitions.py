@@ -13,6 +13,7 @@ import pytest
 from assets.profile import BACKFILL, DAILY_PARTITIONS, SETTINGS
 from memvault.profile.settings import ProfileSettings, day_bounds, save_settings
 from pipelines.definitions import defs
+from tests.helpers import TEST_NOW
 
 PARTITIONED = ("daily_snapshot", "interest_7d", "interest_30d", "interest_90d", "diary_page")
 
@@ -53,8 +54,8 @@ def _upstream(child: str, parent: str, key: str) -> list[str]:
 
 def test_the_snapshot_depends_on_its_previous_day_and_the_rest_on_their_own_day() -> None:
     keys = DAILY_PARTITIONS.get_partition_keys(current_time=A_YEAR_IN)
-    # A day with 180 days of partitions before it, picked among the partitions that exist.
-    day, previous = keys[200], keys[199]
+    # A day in the middle of the partitions that exist (however many the clock allows).
+    day, previous = keys[len(keys) // 2], keys[len(keys) // 2 - 1]
     assert _upstream("daily_snapshot", "daily_snapshot", day) == [previous]
     # The first day has no previous partition, and that is allowed.
     assert _upstream("daily_snapshot", "daily_snapshot", keys[0]) == []
@@ -72,7 +73,9 @@ def test_a_backfill_preview_selects_the_chosen_days_and_nothing_later() -> None:
         create_asset_backfill_data_from_asset_partitions,
     )
 
-    days = DAILY_PARTITIONS.get_partition_keys()[-60:-50]
+    keys = DAILY_PARTITIONS.get_partition_keys()
+    days = keys[len(keys) // 2 : len(keys) // 2 + 10]  # ten days with later days after them
+    assert len(days) == 10 and days[-1] != keys[-1]
     with dg.instance_for_test() as instance:
         data = create_asset_backfill_data_from_asset_partitions(
             _graph(), [dg.AssetKey(n) for n in PARTITIONED], days, instance
@@ -126,7 +129,7 @@ def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path
     from memvault_demo.generator import DemoConfig, generate, write_jsonl
     from pipelines.runner import partition_range_tags, run_job
 
-    records, truth = generate(DemoConfig(sessions=16, days=10, seed=5, end=dt.datetime(2026, 5, 1)))
+    records, truth = generate(DemoConfig(sessions=16, days=10, seed=5, end=TEST_NOW))
     write_jsonl(records, tmp_path / "h.jsonl")
     url = f"duckdb://{tmp_path / 's.duckdb'}"
     import memvault
