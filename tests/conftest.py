@@ -23,7 +23,12 @@ from memvault.store import Store
 from tests.helpers import PG_URL, TEST_NOW, require_service
 
 #: Settings of the test run itself, kept from the caller's environment.
-TEST_SETTINGS = ("MEMVAULT_TEST_PG", "MEMVAULT_PERF_CACHE", "MEMVAULT_TEST_TODAY")
+TEST_SETTINGS = (
+    "MEMVAULT_TEST_PG",
+    "MEMVAULT_PERF_CACHE",
+    "MEMVAULT_TEST_TODAY",
+    "MEMVAULT_REALTALK",
+)
 
 _HERMETIC_ROOT: Path | None = None
 

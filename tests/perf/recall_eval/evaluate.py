@@ -200,8 +200,14 @@ def labelled(name: str) -> list[Conversation]:
     raise ValueError(f"no set {name!r}; the sets are {', '.join(SETS)}")
 
 
-def evaluate_all(cache: Path, sets: Sequence[str] = SETS) -> dict[str, Result]:
+def available_sets() -> tuple[str, ...]:
+    """The sets this machine can measure: REALTALK only where ``MEMVAULT_REALTALK`` names it."""
+    return SETS if realtalk.location() is not None else ("generated",)
+
+
+def evaluate_all(cache: Path, sets: Sequence[str] | None = None) -> dict[str, Result]:
     """set -> system -> question kind (and ``all``) -> metric -> mean, one embedder cache."""
+    sets = available_sets() if sets is None else sets
     cache.mkdir(parents=True, exist_ok=True)
     embedder = CachedEmbedder(MiniLMEmbedder(), cache / "minilm-vectors.npz")
     try:
@@ -298,6 +304,6 @@ def table(result: Result) -> str:
 if __name__ == "__main__":
     started = time.perf_counter()
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "memvault-recall-eval"  # fmt: skip
-    for name, result in evaluate_all(folder, sys.argv[2:] or SETS).items():
+    for name, result in evaluate_all(folder, sys.argv[2:] or None).items():
         print(f"\n{name}\n{table(result)}")
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -1,8 +1,10 @@
 """REALTALK (Lee et al. 2025) as a second labelled set: real two-person chats over 21 days.
 
-``realtalk.json.gz`` is a compact copy of the ten conversation files of
-https://github.com/danny911kr/REALTALK (commit b903e06, see NOTICE.md), written by
-:mod:`.convert`. Each conversation becomes a :class:`Conversation` like the generated ones:
+The repository carries no copy of the data (the REALTALK repository has no licence
+file): :mod:`.convert` writes a compact ``realtalk.json.gz`` from the ten conversation files
+of https://github.com/danny911kr/REALTALK (commit b903e06, see NOTICE.md), and the harness
+reads it from the path in the environment variable ``MEMVAULT_REALTALK``; without it the
+REALTALK set is not measured. Each conversation becomes a :class:`Conversation` like the generated ones:
 one turn per message (``Speaker: text``, with the message's own time), sessions starting at
 the dataset's session time, and the dataset's questions with the turns its annotators gave
 as evidence as gold. The question types are the dataset's categories:
@@ -23,13 +25,15 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.perf.recall_eval.conversations import Conversation, Question, Turn
 
-DATA = Path(__file__).with_name("realtalk.json.gz")
+#: The environment variable that names the converted file.
+VARIABLE = "MEMVAULT_REALTALK"
 KINDS = {1: "multihop", 2: "temporal", 3: "commonsense"}
 _ID = re.compile(r"D\s*(\d+)\s*[:;]\s*(\d+)(?:\s*-\s*D?\s*(\d+)\s*:\s*(\d+))?")
 _TIME = "%d.%m.%Y, %H:%M:%S"
@@ -74,8 +78,22 @@ def evidence_ids(evidence: list[str], known: list[str]) -> tuple[list[str], int]
     return found, missing
 
 
-def load(path: Path = DATA) -> tuple[list[Conversation], Counts]:
+def location() -> Path | None:
+    """The converted file ``MEMVAULT_REALTALK`` names, or None when it is not set."""
+    value = os.environ.get(VARIABLE, "").strip()
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{VARIABLE}={value}: no such file (write it with convert.py)")
+    return path
+
+
+def load(path: Path | None = None) -> tuple[list[Conversation], Counts]:
     """The ten conversations with their questions, and the counts of what was read."""
+    path = path or location()
+    if path is None:
+        raise LookupError(f"REALTALK is not in the repository: set {VARIABLE} to its file")
     data = json.loads(gzip.decompress(path.read_bytes()))
     counts = Counts()
     out: list[Conversation] = []
