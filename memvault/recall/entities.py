@@ -90,6 +90,16 @@ class EntityMatcher:
     def load(cls, store: Store) -> EntityMatcher:
         return cls(store.fetch_df(ENTITIES_SQL))
 
+    def resolve(self, name: str) -> NamedEntity | None:
+        """The entity a name alone means, as a question naming it would: a name or alias in
+        any case ("ada lovelace"), or a person's first name ("Ada", "ada"); the most
+        mentioned of those sharing it."""
+        key = tuple(words(name))
+        eid = self.names.get(key)
+        if eid is None and len(key) == 1:
+            eid = self.first_names.get(key[0])
+        return self.by_id.get(eid) if eid is not None else None
+
     def match(self, query: str) -> EntityMatch:
         """The entities ``query`` names, longest names first."""
         raw = query.split()

@@ -14,13 +14,11 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Protocol
+from typing import Any, Protocol
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -29,14 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from memvault.errors import MemvaultError
 from memvault.http_guard import Guard
 from memvault.serve.client import API_PREFIX, ServerRefused, ServerUnavailable
-from memvault.serve.service import MAX_LIMIT
-
-INSTRUCTIONS = """\
-memvault is the owner's long-term memory. Call `recall` with the question in the owner's
-words before answering from memory; it returns the best memories (text, score, tier,
-kind: an 'insight' is the memory's own reading, not a memory) and the current facts about
-the entities named. Rate an answer with `feedback` (its recall_id). Use `remember` for
-something worth keeping, and `asof` for what was true about an entity at a date."""
+from memvault.serve.tools import INSTRUCTIONS, build_tools
 
 
 class Service(Protocol):
@@ -66,77 +57,17 @@ class RemoteService:
 
 
 def build_mcp(service: Service) -> MCPServer:
-    """memvault's tools on an MCP server; a refused call is a tool error (nothing written)."""
+    """memvault's tools (:mod:`memvault.serve.tools`) on an MCP server; a refused call is a
+    tool error (nothing written)."""
     from memvault import __version__
 
     mcp: MCPServer = MCPServer(
-        "memvault", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        "memvault",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=build_tools(service.call),
     )
-
-    def run(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return service.call(tool, arguments)
-        except MemvaultError as exc:
-            raise ToolError(str(exc)) from None
-
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False))
-    def recall(
-        query: Annotated[str, Field(description="What to recall, in the owner's words")],
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Hits to return")] = 10,
-        session_id: Annotated[
-            str | None, Field(description="The session asking (kept in the recall log)")
-        ] = None,
-    ) -> dict[str, Any]:
-        """The memories that best answer the query and the current facts about the entities
-        it names (as `memvault recall --json`); recorded, rate it with `feedback`."""
-        return run("recall", {"query": query, "limit": limit, "session_id": session_id})
-
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
-    def remember(
-        text: Annotated[str, Field(description="The memory, as it should be recalled")],
-        speaker: Annotated[
-            str | None, Field(description="Who said it (user, assistant, ...)")
-        ] = None,
-        session_id: Annotated[str | None, Field(description="The conversation it is from")] = None,
-        occurred_at: Annotated[
-            str | None, Field(description="When it happened, ISO 8601 (default now)")
-        ] = None,
-    ) -> dict[str, Any]:
-        """Keep a memory: validated and written as `memvault ingest` writes (audited, undoable
-        with `memvault undo RUN_ID`); returns the new block id."""
-        arguments = {"text": text, "speaker": speaker, "session_id": session_id}
-        return run("remember", arguments | {"occurred_at": occurred_at})
-
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
-    def feedback(
-        recall_id: Annotated[str, Field(description="The recall_id a recall returned")],
-        verdict: Annotated[
-            Literal["correct", "incorrect", "ambiguous", "+", "-"],
-            Field(description="On the whole answer, or + / - on its blocks"),
-        ],
-        block_id: Annotated[
-            str | None, Field(description="With + or -: only this block of the answer")
-        ] = None,
-        note: Annotated[str | None, Field(description="Why (kept with the feedback)")] = None,
-    ) -> dict[str, Any]:
-        """Tell memvault whether a recall was right (as `memvault feedback`)."""
-        arguments = {"recall_id": recall_id, "verdict": verdict, "block_id": block_id}
-        return run("feedback", arguments | {"note": note})
-
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def asof(
-        subject: Annotated[str, Field(description="An entity id or name")],
-        at: Annotated[
-            str | None, Field(description="Valid time, YYYY-MM-DD or ISO (default now)")
-        ] = None,
-        predicate: Annotated[str | None, Field(description="Only this relation")] = None,
-        known_at: Annotated[
-            str | None, Field(description="Answer with what the store believed at this time")
-        ] = None,
-    ) -> dict[str, Any]:
-        """What was true about the subject at a date (as `memvault asof --json`)."""
-        arguments = {"subject": subject, "at": at, "predicate": predicate}
-        return run("asof", arguments | {"known_at": known_at})
 
     @mcp.custom_route(API_PREFIX + "{tool}", methods=["POST"], include_in_schema=False)
     async def plain_call(request: Request) -> Response:

@@ -185,19 +185,16 @@ class MemoryService:
         predicate: str | None = None,
         known_at: str | None = None,
     ) -> dict[str, Any]:
-        """What held for ``subject`` at ``at`` (default now), as ``memvault asof`` answers."""
-        from memvault.temporal import asof as asof_query
+        """What held for ``subject`` at ``at`` (default now): the subject named as recall
+        names it, the predicates it has listed (see :mod:`memvault.serve.facts`)."""
+        from memvault.serve.facts import answer_asof
 
         _text(subject, "subject")
         for value, name in ((at, "at"), (predicate, "predicate"), (known_at, "known_at")):
             _optional_text(value, name)
         with self._lock:
-            facts = asof_query(self.store, subject, predicate, at, known_at=known_at)
-        return {
-            "subject": subject,
-            "at": at,
-            "facts": [f.model_dump(mode="json") for f in facts],
-        }
+            matcher = self.recaller.ready(self.store).matcher
+            return answer_asof(self.store, matcher, subject, at, predicate, known_at)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """``tool(**arguments)`` for a caller that names the tool (the JSON endpoint)."""

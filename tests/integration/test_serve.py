@@ -158,7 +158,7 @@ def _check(seen: dict[str, Any]) -> None:
     assert "query is empty" in messages[0]
     assert "nothing was written" in messages[3] and "occurred_at" in messages[3]
     assert "no recall with id" in messages[5] and "unknown verdict" not in messages[5]
-    assert "no entity" in messages[7]
+    assert "named 'Nobody At All'" in messages[7]
 
 
 def _expected(before: dict[str, int], after: dict[str, int]) -> None:
