@@ -53,6 +53,7 @@ def _make_hermetic() -> Path:
     shutil.copyfile(Path(__file__).parents[1] / "dagster.yaml", root / "dagster" / "dagster.yaml")
     os.environ["MEMVAULT_STORE"] = f"duckdb://{root / 'store' / 'memvault.duckdb'}"
     os.environ["MEMVAULT_INBOX"] = str(root / "inbox")
+    os.environ["MEMVAULT_OWNERS"] = str(root / "owners.json")  # none: a single-owner install
     os.environ[clock.VARIABLE] = repr(clock.shift_to(TEST_NOW))
     return root
 

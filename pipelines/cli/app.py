@@ -30,6 +30,7 @@ from memvault.store.tables import COUNTED_TABLES
 from pipelines.cli import common
 from pipelines.cli.common import (
     JsonOpt,
+    OwnerOpt,
     StoreOpt,
     app,
     byte_progress,
@@ -160,6 +161,7 @@ def ingest(
 @handles_errors
 def export(
     store: StoreOpt = None,
+    owner: OwnerOpt = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="File to write (default: stdout)")
     ] = None,
@@ -176,7 +178,7 @@ def export(
         raise MemvaultError(
             f"unknown record type(s) {', '.join(unknown)}: use {', '.join(RECORD_TYPES)}"
         )
-    with opened(store) as handle:
+    with opened(store, owner) as handle:
         if output is None:
             write_export(handle, sys.stdout, chosen)
             return
@@ -428,12 +430,14 @@ import pipelines.cli.recall  # noqa: E402
 import pipelines.cli.serve  # noqa: E402, F401
 from pipelines.cli.garden import garden_app  # noqa: E402
 from pipelines.cli.layers import attitudes_app, skills_app  # noqa: E402
+from pipelines.cli.owners import owners_app  # noqa: E402
 from pipelines.cli.review import review_app  # noqa: E402
 
 app.add_typer(garden_app, name="garden")
 app.add_typer(review_app, name="review")
 app.add_typer(attitudes_app, name="attitudes")
 app.add_typer(skills_app, name="skills")
+app.add_typer(owners_app, name="owners")
 
 
 def main() -> None:

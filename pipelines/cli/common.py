@@ -44,6 +44,13 @@ StoreOpt = Annotated[
         "--store", "-s", help="Store URL (default: MEMVAULT_STORE, else the local DuckDB file)"
     ),
 ]
+OwnerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--owner",
+        help="Whose memory (an owner of `memvault owners list`; default: the one store)",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text")]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,12 +115,17 @@ def _refuse_undecodable(values: list[Any]) -> None:
 
 
 _global_store: str | None = None
+_global_owner: str | None = None
 
 
 @app.callback()
 def _global_options(
     store: Annotated[
         str | None, typer.Option("--store", "-s", help="Store URL for every command")
+    ] = None,
+    owner: Annotated[
+        str | None,
+        typer.Option("--owner", help="Whose memory, for every command (see `memvault owners`)"),
     ] = None,
     llm_url: Annotated[
         str | None,
@@ -136,8 +148,9 @@ def _global_options(
     ] = None,
 ) -> None:
     """Options given before the command name; they override the environment for this invocation."""
-    global _global_store
+    global _global_store, _global_owner
     _global_store = store
+    _global_owner = owner
     for variable, value in (
         ("MEMVAULT_LLM_BASE_URL", llm_url),
         ("MEMVAULT_LLM_MODEL", llm_model),
@@ -148,14 +161,22 @@ def _global_options(
             os.environ[variable] = value
 
 
-def chosen_store(store: str | None) -> str:
-    """The command's ``--store``, else the global one, else MEMVAULT_STORE, else the default."""
-    return store_url(store or _global_store)
+def chosen_store(store: str | None, owner: str | None = None) -> str:
+    """The command's ``--store``, else its ``--owner``'s store, else the global ``--store``,
+    else the global ``--owner``'s store, else MEMVAULT_STORE, else the default."""
+    from memvault.owners import owner_store
+
+    return store_url(store or owner_store(owner) or _global_store or owner_store(_global_owner))
+
+
+def chosen_owner(owner: str | None = None) -> str | None:
+    """The command's ``--owner``, else the one given before the command name."""
+    return owner or _global_owner
 
 
 @contextmanager
-def opened(store: str | None) -> Iterator[Store]:
-    url = chosen_store(store)
+def opened(store: str | None, owner: str | None = None) -> Iterator[Store]:
+    url = chosen_store(store, owner)
     refuse_if_served(url)
     with memvault.open(url) as handle:
         yield handle

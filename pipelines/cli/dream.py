@@ -24,6 +24,7 @@ from memvault.normalize import utcnow
 from memvault.temporal import asof as asof_query
 from pipelines.cli.common import (
     JsonOpt,
+    OwnerOpt,
     StoreOpt,
     app,
     chosen_store,
@@ -166,12 +167,13 @@ def asof(
         typer.Option("--known-at", help="Answer with what the store believed at this time"),
     ] = None,
     store: StoreOpt = None,
+    owner: OwnerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """What was true about SUBJECT at a date (bi-temporal: valid time, and store time with --known-at)."""
     when = _parse_time(at, "--at") if at else None
     known = _parse_time(known_at, "--known-at") if known_at else None
-    with opened(store) as handle:
+    with opened(store, owner) as handle:
         facts = asof_query(handle, subject, predicate, when, known_at=known)
     if as_json:
         emit_json([f.model_dump(mode="json") for f in facts])

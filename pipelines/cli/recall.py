@@ -19,6 +19,7 @@ from rich.markup import escape
 from memvault.errors import MemvaultError
 from pipelines.cli.common import (
     JsonOpt,
+    OwnerOpt,
     StoreOpt,
     app,
     chosen_store,
@@ -39,12 +40,13 @@ def recall(
         str | None, typer.Option("--session", help="The session asking (kept in recall_log)")
     ] = None,
     store: StoreOpt = None,
+    owner: OwnerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall the memories that best answer QUERY (recorded; rate it with `memvault feedback`)."""
     from memvault.recall import recall as run_recall
 
-    url = chosen_store(store)
+    url = chosen_store(store, owner)
     arguments = {"query": query, "limit": limit, "session_id": session}
     shown = served(url, "recall", arguments)
     if shown is None:
@@ -72,12 +74,13 @@ def feedback(
     ] = None,
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the feedback)")] = None,
     store: StoreOpt = None,
+    owner: OwnerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Tell memvault whether a recall was right (verdict) or which blocks helped (+/-)."""
     from memvault.recall import feedback as give_feedback
 
-    url = chosen_store(store)
+    url = chosen_store(store, owner)
     arguments = {"recall_id": recall_id, "verdict": verdict, "block_id": block, "note": note}
     report = served(url, "feedback", arguments)
     if report is None:
@@ -101,13 +104,14 @@ def show_block(
         ),
     ] = False,
     store: StoreOpt = None,
+    owner: OwnerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory block as recall shows it (a digest once it is cold or frozen); with
     --original, print the text it had before tiering."""
     from memvault.lifecycle.originals import block_view
 
-    with opened(store) as handle:
+    with opened(store, owner) as handle:
         view = block_view(handle, block_id)
     if as_json:
         emit_json(view.as_dict())

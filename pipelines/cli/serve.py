@@ -7,13 +7,14 @@ from typing import Annotated
 import typer
 
 from memvault.errors import MemvaultError
-from pipelines.cli.common import StoreOpt, app, chosen_store, err, handles_errors
+from pipelines.cli.common import OwnerOpt, StoreOpt, app, chosen_store, err, handles_errors
 
 
 @app.command()
 @handles_errors
 def serve(
     store: StoreOpt = None,
+    owner: OwnerOpt = None,
     transport: Annotated[
         str,
         typer.Option(
@@ -49,7 +50,7 @@ def serve(
         err.print(line, highlight=False, soft_wrap=True, markup=False)
 
     run_server(
-        chosen_store(store),
+        chosen_store(store, owner),
         transport=transport,  # type: ignore[arg-type]
         host=host,
         port=port,
