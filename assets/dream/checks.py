@@ -3,6 +3,9 @@
 Blocking checks stop ``dream_prune`` (and so the dream never counts as
 successful, which keeps the dual gate open for a retry) when consolidation
 lost a fact, left two one-at-a-time facts overlapping, or would act again.
+A blocking check cannot undo what the stages before it wrote, so when one
+fails the dream reverts itself here: the store is left as it was before the
+dream (:mod:`memvault.dream.atomic`).
 The five checks run in one step (one process, one connection to the store)
 and each returns ``passed=False`` with the offending rows rather than
 raising, so the UI shows an evaluation either way.
@@ -15,7 +18,8 @@ import dagster as dg
 import polars as pl
 
 from assets.common import STORE_POOL, md_table
-from assets.dream.stages import dream_consolidate
+from assets.dream.stages import dream_consolidate, dream_run_id, end_failed_dream
+from memvault.dream.atomic import ensure_going_on
 from memvault.dream.orient import last_dream, new_ids_since
 from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
@@ -172,7 +176,10 @@ def dream_guarantees(
     review: ReviewResource,
 ) -> Iterator[dg.AssetCheckResult]:
     selected = {key.name for key in context.selected_asset_check_keys}
+    run_id = dream_run_id(context, dream.dry_run)
+    results: list[dg.AssetCheckResult] = []
     with store.open() as opened:
+        ensure_going_on(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         runs: dict[str, Callable[[], dg.AssetCheckResult]] = {
             "no_data_loss": lambda: no_data_loss(opened, dream.dry_run),
@@ -187,10 +194,26 @@ def dream_guarantees(
             if name not in selected:
                 continue
             try:
-                yield check()
+                results.append(check())
             except Exception as exc:  # a check that raises would record no evaluation at all
-                yield dg.AssetCheckResult(
-                    check_name=name,
-                    passed=False,
-                    metadata={"error": f"{type(exc).__name__}: {exc}"},
+                results.append(
+                    dg.AssetCheckResult(
+                        check_name=name,
+                        passed=False,
+                        metadata={"error": f"{type(exc).__name__}: {exc}"},
+                    )
                 )
+    blocked = [str(r.check_name) for r in results if _blocks(r)]
+    if blocked:
+        # The checked stage's writes are in the store already: the dream reverts them itself
+        # (a dry run wrote nothing: it is closed as failed).
+        end_failed_dream(
+            context, store, run_id, f"blocking check(s) failed: {', '.join(sorted(blocked))}"
+        )
+    yield from results
+
+
+def _blocks(result: dg.AssetCheckResult) -> bool:
+    """A failed blocking check of error severity: it stops the stages after it."""
+    blocking = CHECKS.get(result.check_name or "", (False, ""))[0]
+    return blocking and not result.passed and result.severity == dg.AssetCheckSeverity.ERROR

@@ -23,7 +23,7 @@ from assets.common import (
     expectations_spec,
     kinds,
 )
-from assets.dream.stages import DREAM_GROUP, dream_orient, dream_run_id
+from assets.dream.stages import DREAM_GROUP, all_or_nothing, carry_on, dream_orient
 from memvault.dream.report import record_stage, rows_written, stage_figures
 from memvault.dream.stages import LOGGED_ACTIONS
 from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
@@ -163,10 +163,9 @@ def _record(store: Store, run_id: str, figures: dict[str, Any], actions: dict[st
 def dream_graph(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    run_id = dream_run_id(context, dream.dry_run)
     selected = {key.to_user_string() for key in context.selected_asset_keys}
-    with store.open() as opened:
-        opened.heartbeat(run_id)
+    with all_or_nothing(context, store, dream) as run_id, store.open() as opened:
+        carry_on(opened, run_id)
         graph = _Graph(opened, GraphConfig.model_validate(dream.graph), run_id, dream.dry_run)
         for name, stage in (
             (EDGES, graph.refresh_edges),

@@ -3,11 +3,15 @@
 Every stage of one dream shares a run id derived from the Dagster run's root,
 so a run re-executed from failure continues the same dream: its audit rows,
 its stage figures and its report stay together, and actions already applied
-are not applied again.
+are not applied again — while the dream has not ended. A dream is all or
+nothing: a stage that fails for good (no retry left) ends it, and everything it
+wrote is reverted (:mod:`memvault.dream.atomic`); a re-execution of a reverted
+dream stops with a message, and the next dream starts from the store as it was.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
@@ -24,6 +28,7 @@ from assets.common import (
     timestamp,
 )
 from memvault.dream import orient
+from memvault.dream.atomic import ensure_going_on, fail_dream
 from memvault.dream.exclusive import DreamInProgress, begin_dream
 from memvault.dream.report import (
     record_stage,
@@ -36,10 +41,65 @@ from resources import DreamResource, JudgeResource, ReviewResource, StoreResourc
 DREAM_GROUP = "dream"
 
 
-def dream_run_id(context: dg.AssetExecutionContext, dry_run: bool) -> str:
+#: What a stage or a check of the dream runs with.
+StageContext = dg.AssetExecutionContext | dg.AssetCheckExecutionContext
+
+
+def dream_run_id(context: StageContext, dry_run: bool) -> str:
     """One id per dream, stable across re-execution from failure (the root run's id)."""
     root = context.run.root_run_id or context.run.run_id
     return f"dream-{'dry-' if dry_run else ''}{root[:8]}-{root[9:13]}"
+
+
+def _will_retry(context: dg.AssetExecutionContext, exc: Exception, retries: int) -> bool:
+    """Whether Dagster runs the failed step again (under its retry policy of ``retries``)."""
+    if isinstance(exc, dg.Failure) and not exc.allow_retries:
+        return False
+    if isinstance(exc, dg.RetryRequested):
+        return context.retry_number < exc.max_retries
+    return context.retry_number < retries
+
+
+def end_failed_dream(context: StageContext, store: StoreResource, run_id: str, why: str) -> None:
+    """Revert a dream that failed (logged); if the store cannot be opened now, the next run
+    that begins finds the dream abandoned and reverts it then."""
+    try:
+        with store.open() as opened:
+            report = fail_dream(opened, run_id, why)
+    except Exception as exc:
+        context.log.error(
+            f"dream {run_id} failed, and the store could not be opened to revert what it wrote "
+            f"({type(exc).__name__}: {exc}); the next run that begins on the store reverts it"
+        )
+        return
+    if report is not None:
+        context.log.warning(f"dream {run_id} failed ({why}): {report.describe()}")
+
+
+@contextmanager
+def all_or_nothing(
+    context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource, retries: int = 0
+) -> Iterator[str]:
+    """Run a stage of the dream (yields its run id); a stage that fails for good ends the
+    dream, and what the dream wrote is reverted before the failure is reported."""
+    run_id = dream_run_id(context, dream.dry_run)
+    try:
+        yield run_id
+    except Exception as exc:
+        if not _will_retry(context, exc, retries):
+            cause = (
+                exc.description if isinstance(exc, dg.Failure) else f"{type(exc).__name__}: {exc}"
+            )
+            end_failed_dream(
+                context, store, run_id, f"{context.op_execution_context.op.name} failed: {cause}"
+            )
+        raise
+
+
+def carry_on(store: Store, run_id: str) -> None:
+    """This process carries the dream on now; a dream already reverted stops here."""
+    store.heartbeat(run_id)
+    ensure_going_on(store, run_id)
 
 
 def _ensure_run(
@@ -70,10 +130,13 @@ def _judged_stage(
     """Run a stage that may ask the judge (``stage(store, judge, run_id, dry_run=, log=, warn=,
     **options)``): on the dream's run, with the store's reply cache, retried on LLM trouble;
     its result's figures, the judge's and the time taken."""
-    run_id = dream_run_id(context, dream.dry_run)
     started = time.monotonic()
-    with retried_on_llm_trouble(), store.open() as opened:
-        opened.heartbeat(run_id)
+    with (
+        all_or_nothing(context, store, dream, LLM_RETRY.max_retries or 0) as run_id,
+        retried_on_llm_trouble(),
+        store.open() as opened,
+    ):
+        carry_on(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
         result = stage(
             opened,
@@ -103,8 +166,7 @@ def _judged_stage(
 def dream_orient(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
 ) -> dg.MaterializeResult:
-    run_id = dream_run_id(context, dream.dry_run)
-    with store.open() as opened:
+    with all_or_nothing(context, store, dream) as run_id, store.open() as opened:
         _ensure_run(context, opened, run_id, dream)
         stats = orient(opened)
         record_stage(opened, run_id, "orient", stats.as_dict())
@@ -193,9 +255,8 @@ def dream_prune(
     llm: JudgeResource,
     dream: DreamResource,
 ) -> dg.MaterializeResult:
-    run_id = dream_run_id(context, dream.dry_run)
-    with store.open() as opened:
-        opened.heartbeat(run_id)
+    with all_or_nothing(context, store, dream) as run_id, store.open() as opened:
+        carry_on(opened, run_id)
         end = prune_and_report(
             opened, run_id, dream.config(), judge_kind=llm.build().kind, dry_run=dream.dry_run
         )

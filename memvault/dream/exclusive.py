@@ -4,7 +4,8 @@ Two dreams on one store (from two Dagster instances, or a CLI run beside the
 daemon's) would plan the same changes and the second would die on a duplicate
 key half-way. Beginning a dream is therefore one exclusive step: dreams whose
 process is gone are marked failed, and a dream still alive makes the new one
-stop before it changes anything, with a message that names it.
+stop before it changes anything, with a message that names it. A dream that died is
+reverted here (a dream is all or nothing, see :mod:`memvault.dream.atomic`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ class DreamInProgress(MemvaultError):
 
 def begin_dream(store: Store, run_id: str, kind: str, params: Mapping[str, Any]) -> list[str]:
     """Begin (or resume) dream ``run_id``; returns one line per abandoned dream marked failed."""
+    from memvault.dream.atomic import ensure_going_on
+
     with store.exclusive(f"memvault-dream:{store.url}"):
         notes = store.fail_abandoned_runs(DREAM_KINDS)
+        ensure_going_on(store, run_id)
         others = store.fetch(
             "SELECT id, host, pid, started_at FROM runs WHERE kind IN ('dream', 'dream-dry-run') "
             "AND status = 'running' AND id <> :id ORDER BY started_at",

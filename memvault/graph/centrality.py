@@ -22,6 +22,7 @@ from memvault.graph.config import GraphConfig
 from memvault.graph.connected import connected_graph
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.revert import keep_prior
 
 RECENT_SEEDS_SQL = """
 -- Active entities mentioned in the most recent sessions (the default PPR seeds).
@@ -142,6 +143,7 @@ def compute_centrality(
                               "degree": pl.Int32, "run_id": pl.Utf8},
         )  # fmt: skip
         with store.transaction():
+            keep_prior(store, "centrality", run_id)  # a dream that fails puts it back
             store.backend.execute("DELETE FROM centrality")
             if table.height:
                 store.backend.insert_df(

@@ -21,6 +21,7 @@ from memvault.graph.config import GraphConfig
 from memvault.graph.connected import connected_graph
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.revert import keep_prior
 
 
 @dataclass
@@ -113,6 +114,7 @@ def detect_communities(
         now = utcnow()
         table = rows.with_columns(run_id=pl.lit(run_id), updated_at=pl.lit(now))
         with store.transaction():
+            keep_prior(store, "communities", run_id)  # a dream that fails puts it back
             store.backend.execute("DELETE FROM communities")
             if table.height:
                 store.backend.insert_df(

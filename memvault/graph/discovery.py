@@ -136,7 +136,8 @@ class DiscoveryReport:
 def _earlier_graph(store: Store, run_id: str) -> bool:
     """Whether a run other than this one left an edge graph (a baseline to be new against)."""
     rows = store.fetch(
-        "SELECT count(*) FROM runs WHERE id <> :r AND status <> 'undone' AND cursor LIKE :p",
+        "SELECT count(*) FROM runs WHERE id <> :r AND status NOT IN ('undone', 'reverted') "
+        "AND cursor LIKE :p",
         {"r": run_id, "p": '%"graph_edges"%'},
     )
     return int(rows[0][0]) > 0

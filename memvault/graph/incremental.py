@@ -26,9 +26,11 @@ FULL_WHEN_CHANGES = 10_000
 
 
 def last_cursor(store: Store) -> dict[str, Any] | None:
-    """The newest edge cursor on a run that was not undone (its edges are still in place)."""
+    """The newest edge cursor on a run that was neither undone nor reverted (its edges are still
+    in place)."""
     rows = store.fetch(
-        "SELECT cursor FROM runs WHERE status <> 'undone' AND cursor LIKE :pattern "
+        "SELECT cursor FROM runs WHERE status NOT IN ('undone', 'reverted') "
+        "AND cursor LIKE :pattern "
         "ORDER BY started_at DESC, id DESC LIMIT 1",
         {"pattern": f'%"{CURSOR_KEY}"%'},
     )

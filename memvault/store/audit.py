@@ -255,14 +255,14 @@ JOIN (SELECT target_table, target_id, min(id) AS first_change
 ORDER BY a.target_table, a.target_id
 """
 
-# Later changes that still stand: runs neither undone nor themselves undos (an undo and the
-# run it undid cancel out).
+# Later changes that still stand: runs neither undone nor reverted, nor themselves undos or
+# reverts (an undo and the run it undid cancel out; so do a failed dream and its revert).
 _LATER_RUNS_SQL = """
 SELECT DISTINCT a.run_id FROM audit_log a
 JOIN audit_log mine ON a.target_table = mine.target_table AND a.target_id = mine.target_id
 JOIN runs r ON r.id = a.run_id
 WHERE mine.run_id = :r AND a.run_id <> :r AND a.id > mine.id
-  AND r.status <> 'undone' AND r.kind <> 'undo'
+  AND r.status NOT IN ('undone', 'reverted') AND r.kind NOT IN ('undo', 'revert')
 ORDER BY 1
 """
 
@@ -280,6 +280,8 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
         raise UndoError(f"no run with id {run_id!r}; `memvault runs` lists them")
     if run["status"] == "undone":
         raise UndoError(f"run {run_id} was already undone")
+    if run["status"] == "reverted":
+        raise UndoError(f"run {run_id} failed and was reverted already: none of it stands")
     first = store.fetch_df(_FIRST_IMAGES_SQL, {"r": run_id})
     if first.is_empty():
         raise UndoError(f"run {run_id} changed nothing, so there is nothing to undo")

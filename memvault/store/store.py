@@ -182,9 +182,7 @@ class Store:
         self, kind: str, params: Mapping[str, Any] | None = None, run_id: str | None = None
     ) -> str:
         run_id = run_id or new_run_id(kind)
-        self.fail_abandoned_runs(
-            (kind,)
-        )  # a killed earlier run of this kind is failed, not left open
+        self.fail_abandoned_runs()  # a run killed earlier, of any kind, is closed, not left open
         existing = self.get_row("runs", run_id)
         now = utcnow()
         if existing is None:
@@ -244,9 +242,13 @@ class Store:
         )
 
     def fail_abandoned_runs(self, kinds: tuple[str, ...] | None = None) -> list[str]:
-        """Mark failed the ``running`` runs whose process is gone; one line per run marked."""
+        """Close the ``running`` runs whose process is gone: marked failed, and a dream's
+        writes reverted (it is all or nothing); one line per run closed."""
+        from memvault.store.revert import ALL_OR_NOTHING, revert_run
+
         rows = self.fetch(
-            "SELECT id, kind, host, pid, heartbeat_at FROM runs WHERE status = 'running'"
+            "SELECT id, kind, host, pid, heartbeat_at FROM runs WHERE status = 'running' "
+            "ORDER BY started_at, id"
         )
         now, marked = utcnow(), []
         for run_id, kind, host, pid, heartbeat in rows:
@@ -254,6 +256,12 @@ class Store:
                 continue
             why = abandoned_because(host, pid, heartbeat, now)
             if why is None:
+                continue
+            if kind in ALL_OR_NOTHING:
+                report = revert_run(self, run_id, f"abandoned: {why}")
+                marked.append(
+                    f"{kind} run {run_id} failed and was reverted: {why}; {report.describe()}"
+                )
                 continue
             self.backend.execute(
                 "UPDATE runs SET status = 'failed', finished_at = :t, error = :e "
@@ -279,16 +287,22 @@ class Store:
         stats: Mapping[str, Any] | None = None,
         error: str | None = None,
     ) -> None:
-        self.backend.execute(
-            "UPDATE runs SET status = :s, finished_at = :t, stats = :st, error = :e WHERE id = :id",
-            {
-                "id": run_id,
-                "s": status,
-                "t": utcnow(),
-                "st": json.dumps(dict(stats or {}), default=str),
-                "e": error,
-            },
-        )
+        with self.backend.transaction():
+            self.backend.execute(
+                "UPDATE runs SET status = :s, finished_at = :t, stats = :st, error = :e "
+                "WHERE id = :id",
+                {
+                    "id": run_id,
+                    "s": status,
+                    "t": utcnow(),
+                    "st": json.dumps(dict(stats or {}), default=str),
+                    "e": error,
+                },
+            )
+            if status in ("succeeded", "dry-run"):  # what it wrote stands: no copy to put back
+                from memvault.store.revert import drop_prior
+
+                drop_prior(self, run_id)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         row = self.get_row("runs", run_id)

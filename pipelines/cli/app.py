@@ -199,8 +199,11 @@ def runs(
     limit: Annotated[int, typer.Option(min=1)] = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """The latest runs, newest first (their ids are what `undo` takes)."""
+    """The latest runs, newest first (their ids are what `undo` takes); runs left running by a
+    process that died are closed first (a dream's writes reverted)."""
     with opened(store) as handle:
+        for closed in handle.fail_abandoned_runs():
+            common.note(closed)
         where = "WHERE kind = :kind" if kind else ""
         frame = handle.fetch_df(
             f"SELECT id, kind, status, started_at, finished_at, error FROM runs {where} "

@@ -61,9 +61,13 @@ def _dream_summary(result: Any, url: str) -> dict[str, Any]:
     assets = materializations(result)
     run_id = next((m.get("dream_run_id") for m in assets.values() if m.get("dream_run_id")), None)
     stages: dict[str, Any] = {}
+    reverted = None
     if run_id:
         with opened(url) as store:
             stages = stage_figures(store, run_id)
+            run = store.run(run_id)
+        if run is not None and run["status"] == "reverted":
+            reverted = str(run["error"] or "").rpartition("; ")[2] or "reverted"
     actions: dict[str, int] = {}
     for figures in stages.values():
         for action, n in figures.get("actions", {}).items():
@@ -73,6 +77,7 @@ def _dream_summary(result: Any, url: str) -> dict[str, Any]:
         "run_id": run_id,
         "dagster_run_id": result.run_id,
         "failures": failures(result),
+        "reverted": reverted,
         "skipped_reason": None,
         "actions": dict(sorted(actions.items())),
         "llm_calls": sum(int(f.get("llm_calls", 0)) for f in stages.values()),
@@ -148,9 +153,16 @@ def dream(
             for trace in traces(result):
                 err.print(trace, markup=False, highlight=False)
         cause = "; ".join(summary["failures"]) or "a blocking check stopped it"
+        ended = summary["reverted"]
+        after = (
+            f"the dream was reverted ({ended}): the store is as it was before it; "
+            "`memvault dream` starts a new one"
+            if ended
+            else "re-execute it from the failed step in the Dagster UI, `memvault ui`"
+        )
         raise MemvaultError(
-            f"dream_job run {result.run_id} failed: {cause} (re-execute it from the failed step "
-            "in the Dagster UI, `memvault ui`; MEMVAULT_DEBUG=1 shows the traceback)"
+            f"dream_job run {result.run_id} failed: {cause} ({after}; MEMVAULT_DEBUG=1 shows the "
+            "traceback)"
         )
 
 

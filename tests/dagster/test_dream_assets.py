@@ -16,12 +16,16 @@ from assets.dream.checks import bitemporal_consistency, grounding, no_data_loss
 from memvault import clock
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
+from memvault.store.tables import AUDITED_TABLES
 from memvault.temporal import asof
 from memvault_demo.generator import GroundTruth
 from resources import DreamResource, JudgeResource
 from tests.dagster.dream_support import resume_job, run_dream, seed_demo_store
 from tests.helpers import asset_metadata as metadata
 from tests.helpers import export_text, table_dump
+
+#: Every table a dream may change (the audited ones and the derived graph tables).
+STATE_TABLES = (*AUDITED_TABLES, "communities", "centrality")
 
 
 @pytest.fixture
@@ -196,9 +200,12 @@ def test_llm_calls_are_counted_and_a_rerun_makes_none(store_url: str, tmp_path: 
     assert ("COEXIST",) in verdicts
 
 
-def test_a_dream_killed_in_consolidate_resumes_to_the_same_state(
+def test_a_dream_that_crashes_in_consolidate_is_reverted_and_the_next_one_does_it_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A dream is all or nothing: the batches committed before the crash are reverted (the
+    store is as before the dream), the dream cannot be continued, and the next dream reaches
+    the state of a dream that never crashed, with the same audited actions."""
     base = f"duckdb://{tmp_path / 'base.duckdb'}"
     seed_demo_store(base, tmp_path)
     shutil.copy(tmp_path / "base.duckdb", tmp_path / "crash.duckdb")
@@ -211,24 +218,41 @@ def test_a_dream_killed_in_consolidate_resumes_to_the_same_state(
     assert clean.success
 
     crash_url = f"duckdb://{tmp_path / 'crash.duckdb'}"
+    with memvault.open(crash_url) as store:
+        before = {t: table_dump(store, t) for t in STATE_TABLES}
+        before_export = export_text(store)
     monkeypatch.setenv("MEMVAULT_RESUME_STORE", crash_url)
     monkeypatch.setenv("MEMVAULT_RESUME_MARKER", str(tmp_path / "crashed"))
     with dg.instance_for_test() as instance:
         failed = dg.execute_job(dg.reconstructable(resume_job), instance=instance)
         assert not failed.success and (tmp_path / "crashed").exists()
         with memvault.open(crash_url) as store:
-            partial = store.fetch(
-                "SELECT count(*) FROM audit_log WHERE phase = 'dream_consolidate'"
+            assert export_text(store) == before_export
+            assert {t: table_dump(store, t) for t in STATE_TABLES} == before
+            [(dream_id, status, error)] = store.fetch(
+                "SELECT id, status, error FROM runs WHERE kind = 'dream'"
+            )
+            committed = store.fetch(
+                "SELECT count(*) FROM audit_log WHERE run_id = :r AND phase = 'dream_consolidate'",
+                {"r": dream_id},
             )[0][0]
-        assert partial > 0, "the crash came after some batches were committed"
-        resumed = dg.execute_job(
+        assert committed > 0, "the crash came after some batches were committed"
+        assert status == "reverted" and "simulated crash" in error, error
+        retried = dg.execute_job(
             dg.reconstructable(resume_job),
             instance=instance,
             reexecution_options=dg.ReexecutionOptions.from_failure(failed.run_id, instance),
         )
-        assert resumed.success
-        steps = {e.step_key for e in resumed.all_events if e.is_step_success}
-        assert "dream_orient" not in steps and "dream_consolidate" in steps
+        assert not retried.success
+        [message] = [
+            str(e.step_failure_data.error.message)  # type: ignore[union-attr]
+            for e in retried.all_events
+            if e.is_step_failure
+        ]
+        assert f"dream {dream_id} failed and was reverted" in message
+        assert "start a new dream" in message
+        again = dg.execute_job(dg.reconstructable(resume_job), instance=instance)
+        assert again.success
 
     def state(url: str) -> list[dict]:
         with memvault.open(url) as store:
@@ -240,17 +264,18 @@ def test_a_dream_killed_in_consolidate_resumes_to_the_same_state(
     def actions(url: str) -> list[tuple]:
         with memvault.open(url) as store:
             return store.fetch(
-                "SELECT target_table, target_id, action, count(*) FROM audit_log "
-                "WHERE phase = 'dream_consolidate' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+                "SELECT a.target_table, a.target_id, a.action, count(*) FROM audit_log a "
+                "JOIN runs r ON r.id = a.run_id WHERE a.phase = 'dream_consolidate' "
+                "AND r.status = 'succeeded' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
             )
 
     # The same audited actions as the uninterrupted dream: nothing applied twice, nothing lost.
     assert actions(crash_url) == actions(clean_url)
     with memvault.open(crash_url) as store:
-        runs = store.fetch(
-            "SELECT count(*) FROM runs WHERE kind = 'dream' AND status = 'succeeded'"
+        runs = dict(
+            store.fetch("SELECT status, count(*) FROM runs WHERE kind = 'dream' GROUP BY 1")
         )
-    assert runs[0][0] == 1, "the re-execution continued the same dream run"
+    assert runs == {"reverted": 1, "succeeded": 1}
 
 
 def test_a_failed_dream_does_not_move_last_dream_at(store_url: str, tmp_path: Path) -> None:

@@ -75,18 +75,24 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 def test_a_killed_dream_does_not_block_the_next(tmp_path: Path, env: dict[str, str]) -> None:
     store = f"duckdb://{tmp_path / 'store.duckdb'}"
     seed_demo_store(store, tmp_path, sessions=24)
+    with memvault.open(store) as opened:
+        before = export_text(opened)
     _kill_at("dream-consolidate", ["dream", "--force", "--store", store], env, tmp_path)
     [(killed, kind)] = _running(store)
     assert kind == "dream"
-    done = _run(["dream", "--force", "--store", store], env, tmp_path)
-    assert "is gone" in done.stderr, done.stderr[-3000:]
+    # The next run of any kind notices the dead dream and reverts it (all or nothing).
+    listed = _run(["runs", "--store", store], env, tmp_path)
+    assert "failed and was reverted" in listed.stderr and "is gone" in listed.stderr
+    with memvault.open(store) as opened:
+        assert opened.run(killed)["status"] == "reverted"  # type: ignore[index]
+        assert export_text(opened) == before
+    _run(["dream", "--force", "--store", store], env, tmp_path)
     with memvault.open(store) as opened:
         assert data_loss_violations(opened).is_empty()
         statuses = dict(
             opened.fetch("SELECT status, count(*) FROM runs WHERE kind = 'dream' GROUP BY 1")
         )
-        assert opened.run(killed)["status"] == "failed"  # type: ignore[index]
-    assert statuses == {"failed": 1, "succeeded": 1}, statuses
+    assert statuses == {"reverted": 1, "succeeded": 1}, statuses
     assert _running(store) == []
 
 

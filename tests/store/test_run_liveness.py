@@ -26,16 +26,17 @@ def test_a_second_dream_stops_while_the_first_is_alive(store: Store) -> None:
     assert store.get_row("runs", "dream-second") is None, "it stopped before writing anything"
 
 
-def test_a_dream_whose_process_died_is_failed_and_the_next_one_starts(store: Store) -> None:
+def test_a_dream_whose_process_died_is_reverted_and_the_next_one_starts(store: Store) -> None:
     begin_dream(store, "dream-first", "dream", {})
     store.backend.execute(
         "UPDATE runs SET pid = :p, host = :h WHERE id = 'dream-first'",
         {"p": _dead_pid(), "h": HOST},
     )
     notes = begin_dream(store, "dream-second", "dream", {})
-    assert len(notes) == 1 and "dream-first marked failed" in notes[0] and "is gone" in notes[0]
-    first = store.run("dream-first")
-    assert first is not None and first["status"] == "failed"
+    assert len(notes) == 1 and "dream-first failed and was reverted" in notes[0]
+    assert "is gone" in notes[0]
+    first = store.run("dream-first")  # a dream is all or nothing: a dead one is reverted
+    assert first is not None and first["status"] == "reverted"
     assert first["error"].startswith("abandoned: its process")
     assert store.run("dream-second")["status"] == "running"  # type: ignore[index]
 
