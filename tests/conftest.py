@@ -39,7 +39,8 @@ def _make_hermetic() -> Path:
     Runs before any test module is imported (the code location reads its settings when it
     loads), in every pytest process (xdist workers included). What a user leaves behind —
     the checkout's ``.dagster/`` and ``.memvault/`` (``memvault demo`` writes both),
-    ``MEMVAULT_*`` and ``DAGSTER_HOME`` in the shell, ``~/.claude/projects`` — is never read.
+    ``MEMVAULT_*``, ``DAGSTER_HOME`` and ``XDG_*`` in the shell, ``~/.claude/projects`` — is
+    never read.
     memvault's clock is set to read :data:`~tests.helpers.TEST_NOW` now, whatever the date.
     """
     root = Path(tempfile.mkdtemp(prefix="memvault-tests-"))
@@ -54,6 +55,11 @@ def _make_hermetic() -> Path:
     os.environ["MEMVAULT_STORE"] = f"duckdb://{root / 'store' / 'memvault.duckdb'}"
     os.environ["MEMVAULT_INBOX"] = str(root / "inbox")
     os.environ["MEMVAULT_OWNERS"] = str(root / "owners.json")  # none: a single-owner install
+    # This user's private directories (sockets and discovery files of `memvault serve`,
+    # durable state), shared with every process a test starts.
+    for variable, name in (("XDG_RUNTIME_DIR", "run"), ("XDG_STATE_HOME", "state")):
+        (root / name).mkdir(mode=0o700)
+        os.environ[variable] = str(root / name)
     os.environ[clock.VARIABLE] = repr(clock.shift_to(TEST_NOW))
     return root
 

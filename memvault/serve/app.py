@@ -2,16 +2,19 @@
 
 ``build_mcp`` registers the tools (recall, remember, feedback, asof) on the SDK's
 :class:`MCPServer`, each answering from a :class:`~memvault.serve.service.MemoryService`
-(or, when another server already holds the store, from that server). ``http_app`` is
-the streamable HTTP endpoint (``/mcp``) plus the plain JSON tools the shell's
-``memvault recall`` uses (``/memvault/v1/<tool>``), behind :class:`Gate`: only requests
-addressed to the host and port the server is bound to, from no other site's page, and,
-with a token, only those that carry it (``Authorization: Bearer``).
+(or, when another server already holds the store, from a
+:class:`~memvault.serve.relay.Relay`). ``http_app`` is the streamable HTTP endpoint
+(``/mcp``) plus the plain JSON tools the shell's ``memvault recall`` uses
+(``/memvault/v1/<tool>``), behind :class:`Gate`: on the Unix socket, only callers with
+the discovery file's token; on TCP, only requests addressed to the host and port the
+server is bound to, from no other site's page, and, with a token, only those that carry
+it (``Authorization: Bearer``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -25,8 +28,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memvault.errors import MemvaultError
-from memvault.http_guard import Guard
-from memvault.serve.client import API_PREFIX, ServerRefused, ServerUnavailable
+from memvault.http_guard import DEFAULT_MAX_BODY, BodyLimit, Guard, is_loopback
+from memvault.serve.client import API_PREFIX, HELLO_PATH, NONCE_HEADER, proof
 from memvault.serve.tools import INSTRUCTIONS, build_tools
 
 
@@ -34,26 +37,6 @@ class Service(Protocol):
     """Whatever answers the tools: the store's own service, or the server that holds it."""
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
-
-
-class RemoteService:
-    """The tools of another ``memvault serve`` that holds the store (its JSON endpoint)."""
-
-    def __init__(self, info: Any) -> None:
-        self.info = info
-
-    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        from memvault.serve.client import call
-
-        try:
-            return call(self.info, tool, arguments)
-        except ServerRefused as exc:
-            raise MemvaultError(str(exc)) from None
-        except ServerUnavailable as exc:
-            raise MemvaultError(
-                f"the memvault server that holds the store (PID {self.info.pid}) does not "
-                f"answer ({exc}); restart this one"
-            ) from None
 
 
 def build_mcp(service: Service) -> MCPServer:
@@ -97,38 +80,88 @@ def build_mcp(service: Service) -> MCPServer:
 
 
 class Gate:
-    """ASGI middleware: the Host/Origin guard, then the bearer token when one is set.
+    """ASGI middleware: who may use the server, by the way they came.
 
-    A foreign ``Host`` (a rebound name) or ``Origin`` (another site's page) gets 403; a
-    request without the right ``Authorization: Bearer <token>`` gets 401."""
+    * On the Unix socket (this user's alone, in a 0700 directory): the server first proves
+      it holds the discovery file's token (``GET /memvault/v1/hello`` answers an HMAC of
+      the client's nonce); every other request must carry that token as a bearer token.
+    * On TCP: a foreign ``Host`` (a rebound name) or ``Origin`` (another site's page) gets
+      403; with a token (``MEMVAULT_SERVE_TOKEN``, ``--token-file``) a request without
+      ``Authorization: Bearer <token>`` gets 401; without one, only loopback peers are
+      answered and the plain JSON tools are not there (404): the shell uses the socket.
+    * Everywhere: a body over the limit gets 413 (:class:`~memvault.http_guard.BodyLimit`).
+    """
 
-    def __init__(self, app: ASGIApp, guard: Guard, token: str | None = None) -> None:
-        self.app = app
+    def __init__(
+        self,
+        app: ASGIApp,
+        guard: Guard,
+        token: str | None = None,
+        *,
+        socket_token: str | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        self.app = BodyLimit(app, max_body)
         self.guard = guard
         self.token = token
+        self.socket_token = socket_token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan: the session manager starts and stops
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        refusal: Response | None = None
-        if not self.guard.host_ok(headers.get("host")):
-            refusal = PlainTextResponse(
-                "refused: this server answers only as " + self.guard.names(), status_code=403
-            )
-        elif not self.guard.origin_ok(headers.get("origin")):
-            refusal = PlainTextResponse("refused: a request from another site", status_code=403)
-        elif self.token is not None and not _bearer_ok(headers.get("authorization"), self.token):
-            refusal = PlainTextResponse(
-                "refused: this server needs `Authorization: Bearer <token>` (its --token)",
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="memvault"'},
-            )
+        server = scope.get("server")
+        # uvicorn gives (path, None) as the server of a request on a Unix socket.
+        on_socket = server is not None and server[1] is None
+        if on_socket:
+            refusal = self._socket_refusal(scope, headers)
+        else:
+            refusal = self._tcp_refusal(scope, headers)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    def _socket_refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        if self.socket_token is None:
+            return PlainTextResponse("refused: no socket token", status_code=403)
+        if scope["path"] == HELLO_PATH:
+            nonce = headers.get(NONCE_HEADER, "")
+            if not 16 <= len(nonce) <= 128:
+                return JSONResponse({"error": f"a hello needs {NONCE_HEADER}"}, status_code=400)
+            return JSONResponse({"proof": proof(self.socket_token, nonce), "pid": os.getpid()})
+        if not _bearer_ok(headers.get("authorization"), self.socket_token):
+            return _unauthorized("the discovery file's token")
+        return None
+
+    def _tcp_refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        if not self.guard.host_ok(headers.get("host")):
+            return PlainTextResponse(
+                "refused: this server answers only as " + self.guard.names(), status_code=403
+            )
+        if not self.guard.origin_ok(headers.get("origin")):
+            return PlainTextResponse("refused: a request from another site", status_code=403)
+        if self.token is not None:
+            if not _bearer_ok(headers.get("authorization"), self.token):
+                return _unauthorized("its MEMVAULT_SERVE_TOKEN")
+            return None
+        client = scope.get("client")
+        if not is_loopback(client[0] if client else None):
+            return PlainTextResponse(
+                "refused: without a token this server answers this machine only", status_code=403
+            )
+        if str(scope["path"]).startswith(API_PREFIX):
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return None
+
+
+def _unauthorized(which: str) -> Response:
+    return PlainTextResponse(
+        f"refused: this server needs `Authorization: Bearer <token>` ({which})",
+        status_code=401,
+        headers={"WWW-Authenticate": 'Bearer realm="memvault"'},
+    )
 
 
 def _bearer_ok(header: str | None, token: str) -> bool:
@@ -138,7 +171,14 @@ def _bearer_ok(header: str | None, token: str) -> bool:
     )
 
 
-def http_app(mcp: MCPServer, guard: Guard, token: str | None = None) -> ASGIApp:
+def http_app(
+    mcp: MCPServer,
+    guard: Guard,
+    token: str | None = None,
+    *,
+    socket_token: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> ASGIApp:
     """The streamable HTTP endpoint (``/mcp``) and the JSON tools behind :class:`Gate`."""
     # The SDK's own DNS-rebinding check is off: the Gate checks the same headers, stricter
     # (the bound port only) and for every route.
@@ -150,7 +190,7 @@ def http_app(mcp: MCPServer, guard: Guard, token: str | None = None) -> ASGIApp:
         json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return Gate(inner, guard, token)
+    return Gate(inner, guard, token, socket_token=socket_token, max_body=max_body)
 
 
 def run_stdio(mcp: MCPServer, on_stop: Callable[[], None] | None = None) -> None:

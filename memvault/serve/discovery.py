@@ -1,12 +1,20 @@
-"""Where a running ``memvault serve`` tells the shell how to reach it: the discovery file.
+"""How the shell finds the ``memvault serve`` that holds a store, and knows it is that one.
 
-A DuckDB file has one writer process, so while ``memvault serve`` holds a store the
-shell's ``memvault recall`` cannot open it; instead it reads the server's discovery file
-and asks the server. The file is ``<store file>.serve.json`` beside a DuckDB store, and
-``memvault-serve-<hash of the URL>.json`` in a private directory of this user
-(``$XDG_RUNTIME_DIR/memvault``, else ``<temp dir>/memvault-<uid>``) for PostgreSQL. It
-holds the server's URL, its PID and its token (when one was set), and is readable by
-this user only (mode 0600). A file whose PID is no longer running is stale and ignored.
+Per store (keyed by a hash of its file's real path, or of its URL), this user's private
+runtime directory (:func:`memvault.private.runtime_dir`) holds:
+
+* ``serve-<key>.lock``: held (``flock``) by the live server for as long as it runs. The
+  lock, not a PID, says whether a server lives: the kernel drops it when the process
+  dies, however it dies, and another user cannot take it (the directory is ours alone).
+* ``serve-<key>.json`` (0600): what identifies the server beyond its PID, its process
+  start time and command line, so a PID reused by another process is not taken for it;
+  a random token only it knows; the path of its Unix socket.
+* ``serve-<key>.sock``: the server's Unix socket (owner-only, in the 0700 directory).
+
+:func:`read` returns the server only when the lock is held and the process with that
+PID started when the file says and runs the command it says; a file left by a dead
+server is ignored and removed. The client then asks the server to prove it knows the
+token before it sends anything (:mod:`memvault.serve.client`).
 
 Standard library only: the shell's fast path imports this and nothing heavier.
 """
@@ -14,32 +22,47 @@ Standard library only: the shell's fast path imports this and nothing heavier.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
-import stat
-import tempfile
-from dataclasses import asdict, dataclass
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from memvault.processes import process_alive
-
-#: What a discovery file's name ends with beside a DuckDB store.
-SUFFIX = ".serve.json"
+from memvault import private
+from memvault.private import NotPrivate
 
 
 @dataclass(frozen=True)
 class ServerInfo:
-    """How to reach a running server: its HTTP base URL, PID, store and token."""
+    """A running server: who it is (PID, start time, command line), its token, its socket."""
 
-    url: str
     pid: int
+    started: int
+    cmdline: list[str]
+    token: str
+    socket: str
     store: str
-    token: str | None = None
+    #: Its TCP base URL (``--transport http`` or ``--port``), for people; the shell uses the socket.
+    url: str | None = None
+    #: When it started serving (Unix seconds), for people.
+    since: float = field(default=0.0)
 
-    @property
-    def alive(self) -> bool:
-        return process_alive(self.pid)
+    def describe(self) -> str:
+        """``PID 123 (memvault serve --store …)``: how a message names the process."""
+        return f"PID {self.pid} ({' '.join(self.cmdline)[:200]})"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The three files of one store's server in the private runtime directory."""
+
+    lock: Path
+    info: Path
+    socket: Path
 
 
 def duckdb_path(store_url: str) -> Path | None:
@@ -52,78 +75,229 @@ def duckdb_path(store_url: str) -> Path | None:
     return Path(path).expanduser().absolute()
 
 
-def _private_dir() -> Path:
-    """This user's directory for discovery files of stores that are not files (0700)."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    folder = (
-        Path(base) / "memvault" if base else Path(tempfile.gettempdir()) / f"memvault-{os.getuid()}"
-    )
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return folder
-
-
-def discovery_path(store_url: str) -> Path | None:
-    """Where the discovery file of ``store_url`` lives (None for an in-memory store)."""
+def store_key(store_url: str) -> str | None:
+    """What names a store across spellings of its URL (None: an in-memory store, which
+    no other process can reach)."""
     file = duckdb_path(store_url)
     if file is not None:
-        return file.with_name(file.name + SUFFIX)
-    if store_url.lower().startswith("duckdb:"):
+        name = "duckdb:" + os.path.realpath(file)
+    elif store_url.lower().startswith("duckdb:"):
         return None
-    key = hashlib.sha256(store_url.encode("utf-8")).hexdigest()[:20]
-    return _private_dir() / f"memvault-serve-{key}.json"
+    else:
+        name = _without_password(store_url)
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:24]
 
 
-def write(store_url: str, info: ServerInfo) -> Path | None:
-    """Write the discovery file (mode 0600, replaced atomically); returns its path."""
-    path = discovery_path(store_url)
-    if path is None:
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = (parts.username or "") + ":***"
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+
+
+def paths(store_url: str) -> Paths | None:
+    """Where the lock, discovery file and socket of ``store_url``'s server live."""
+    key = store_key(store_url)
+    if key is None:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(asdict(info), fh)
-    os.replace(tmp, path)
-    return path
+    folder = private.runtime_dir()
+    return Paths(
+        lock=folder / f"serve-{key}.lock",
+        info=folder / f"serve-{key}.json",
+        socket=folder / f"serve-{key}.sock",
+    )
+
+
+# -- the process behind a PID ------------------------------------------------------------------
+
+
+def process_identity(pid: int) -> tuple[int, list[str]] | None:
+    """(start time in clock ticks since boot, command line) of a running process, None when
+    no process has this PID (or it is a zombie)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    fields = stat_line.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    cmdline = [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]]
+    return int(fields[19]), cmdline  # field 22 of the line; the 20th after the name
+
+
+def process_state(pid: int) -> str | None:
+    """The one-letter state of a process (``T``: stopped, as by Ctrl-Z), None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def is_same_process(info: ServerInfo) -> bool:
+    """Whether the process with ``info.pid`` is the one that wrote ``info``: same start
+    time and command line (a PID on its own can have been reused)."""
+    identity = process_identity(info.pid)
+    return identity is not None and identity == (info.started, info.cmdline)
+
+
+# -- the lock ------------------------------------------------------------------------------------
+
+
+def _lock_held(lock: Path) -> bool:
+    """Whether a live process holds the store's lock (taking it shared for a moment)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        private.check_file(lock, os.fstat(fd))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+class Claim:
+    """This process holds the store's server lock: it is the one server of the store.
+
+    The lock is held until :meth:`release` or the process ends (however it ends)."""
+
+    def __init__(self, store_url: str, where: Paths, fd: int) -> None:
+        self.store_url = store_url
+        self.paths = where
+        self._fd: int | None = fd
+        self.token = secrets.token_urlsafe(32)
+
+    def publish(self, *, store: str, url: str | None = None) -> ServerInfo:
+        """Write the discovery file naming this process (once its socket listens)."""
+        identity = process_identity(os.getpid())
+        if identity is None:
+            raise NotPrivate("/proc/self cannot be read: the server cannot say who it is")
+        info = ServerInfo(
+            pid=os.getpid(),
+            started=identity[0],
+            cmdline=identity[1],
+            token=self.token,
+            socket=str(self.paths.socket),
+            store=_without_password(store),
+            url=url,
+            since=time.time(),  # wall clock: shown to people, never compared
+        )
+        private.write_file(self.paths.info, json.dumps(asdict(info)).encode("utf-8"))
+        return info
+
+    def release(self) -> None:
+        """Remove the discovery file and the socket, then let the lock go."""
+        if self._fd is None:
+            return
+        try:
+            private.remove(self.paths.info)
+            private.remove(self.paths.socket)
+        finally:
+            os.close(self._fd)  # closing the only descriptor drops the flock
+            self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+
+def claim(store_url: str, *, wait: float = 0.0) -> Claim | None:
+    """Take the store's server lock (waiting up to ``wait`` seconds for it): the claim, or
+    None when a live server holds it. Leftovers of a dead server are removed."""
+    where = paths(store_url)
+    if where is None:
+        return None
+    fd = private.open_file(where.lock)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            # Held by a live server, or for a moment by a reader checking it.
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+    private.remove(where.info)  # a dead server's, if any: nobody else writes it now
+    private.remove(where.socket)
+    return Claim(store_url, where, fd)
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+
+def _parse(data: bytes) -> ServerInfo | None:
+    try:
+        raw = json.loads(data)
+        return ServerInfo(
+            pid=int(raw["pid"]),
+            started=int(raw["started"]),
+            cmdline=[str(part) for part in raw["cmdline"]],
+            token=str(raw["token"]),
+            socket=str(raw["socket"]),
+            store=str(raw.get("store", "")),
+            url=raw.get("url") or None,
+            since=float(raw.get("since") or 0.0),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def read(store_url: str) -> ServerInfo | None:
-    """The live server of ``store_url``, if its discovery file names one.
+    """The live server of ``store_url``, or None.
 
-    A file that is not this user's, is readable by others, does not parse, or names a PID
-    that no longer runs is ignored (a stale one is removed)."""
-    path = discovery_path(store_url)
-    if path is None:
-        return None
+    None when no process holds the store's lock (a file left by a dead server is then
+    removed), when the file is not this user's private file or does not parse, or when the
+    process with its PID did not start when the file says or runs another command (a PID
+    reused by an unrelated process)."""
     try:
-        status = path.stat()
-        if status.st_uid != os.getuid() or status.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        where = paths(store_url)
+        if where is None:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        info = ServerInfo(
-            url=str(data["url"]),
-            pid=int(data["pid"]),
-            store=str(data.get("store", "")),
-            token=data.get("token") or None,
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+        if not _lock_held(where.lock):
+            _clean(where)
+            return None
+        data = private.read_file(where.info)
+    except NotPrivate:
         return None
-    if not info.alive:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    info = _parse(data) if data is not None else None
+    if info is None or info.socket != str(where.socket) or not is_same_process(info):
         return None
     return info
 
 
-def remove(store_url: str, pid: int | None = None) -> None:
-    """Remove the discovery file, when it is this process's (``pid``) or anyone's."""
-    path = discovery_path(store_url)
-    if path is None:
+def _clean(where: Paths) -> None:
+    """Remove what a dead server left, holding its lock so no new server is mid-start."""
+    if not (os.path.lexists(where.info) or os.path.lexists(where.socket)):
         return
-    pid = os.getpid() if pid is None else pid
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if int(data.get("pid", -1)) == pid:
-            path.unlink()
-    except (OSError, ValueError, TypeError, AttributeError):
+        fd = private.open_file(where.lock)
+    except NotPrivate:
         return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return  # a server took it meanwhile: what is there is its own
+    try:
+        private.remove(where.info)
+        private.remove(where.socket)
+    finally:
+        os.close(fd)
+
+
+def held(store_url: str) -> bool:
+    """Whether a live ``memvault serve`` holds ``store_url`` (its lock is taken)."""
+    with contextlib.suppress(NotPrivate):
+        where = paths(store_url)
+        return where is not None and _lock_held(where.lock)
+    return False

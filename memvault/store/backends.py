@@ -271,22 +271,11 @@ class PostgresBackend(_BulkInsert):
     name = "postgresql"
 
     def __init__(self, url: str) -> None:
-        import psycopg
-
-        from memvault.config import masked_url, unmasked_url
+        from memvault.config import masked_url
 
         # The store's URL as shown everywhere keeps its password masked (it is in the env).
         self.url = masked_url(url)
-        url = unmasked_url(url)
-        parts = urlsplit(url)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        self.schema = ident(query.pop("schema", "memvault"))
-        conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
-        try:
-            self.con = psycopg.connect(conninfo, autocommit=True)
-        except psycopg.OperationalError as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"cannot connect to PostgreSQL at {_redact(url)}: {reason}") from exc
+        self.con, self.schema = _pg_connect(url)
         self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
         self.con.execute(f"SET search_path TO {self.schema}")
         self._tx: Any = None
@@ -400,6 +389,43 @@ def _redact(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
     return url
+
+
+def _pg_connect(url: str) -> tuple[Any, str]:
+    """A connection (autocommit) to the PostgreSQL server a store URL names, and the store's
+    schema (``?schema=``, default memvault)."""
+    import psycopg
+
+    from memvault.config import unmasked_url
+
+    url = unmasked_url(url)
+    parts = urlsplit(url)
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    schema = ident(query.pop("schema", "memvault"))
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+    try:
+        return psycopg.connect(conninfo, autocommit=True), schema
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"cannot connect to PostgreSQL at {_redact(url)}: {reason}") from exc
+
+
+def store_exists(url: str) -> bool:
+    """Whether the store a URL names has been made (``memvault init``), found without
+    creating anything: the DuckDB file exists, or the PostgreSQL schema has memvault's
+    tables. An in-memory store always exists."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "duckdb":
+        path = url[len("duckdb://") :] if url.startswith("duckdb://") else url[len("duckdb:") :]
+        return path in ("", "/:memory:", ":memory:") or Path(path).expanduser().is_file()
+    if scheme in ("postgresql", "postgres"):
+        con, schema = _pg_connect(url)
+        try:
+            row = con.execute("SELECT to_regclass(%s)", [f"{schema}.schema_version"]).fetchone()
+        finally:
+            con.close()
+        return bool(row and row[0])
+    return True  # an unknown scheme: opening it says what is wrong
 
 
 def connect(url: str, *, read_only: bool = False) -> Backend:

@@ -193,9 +193,9 @@ def refuse_if_served(url: str) -> None:
     holder = discovery.read(url)
     if holder is not None and holder.pid != os.getpid():
         raise MemvaultError(
-            f"{path} is held by `memvault serve` (PID {holder.pid}, {holder.url}); a DuckDB "
-            "file has one writer at a time. `memvault recall` and `memvault feedback` go "
-            f"through the server; for this command stop it first (Ctrl-C, or kill {holder.pid})"
+            f"{path} is held by `memvault serve`, {holder.describe()}; a DuckDB file has one "
+            "writer at a time. `memvault recall` and `memvault feedback` go through the "
+            f"server; for this command stop it first (Ctrl-C, or kill {holder.pid})"
         )
 
 

@@ -2,9 +2,10 @@
 
 ``memvault recall`` and ``memvault feedback`` in a shell, while ``memvault serve`` holds
 the store, are answered by that server: this module parses those two commands with the
-standard library, reads the server's discovery file and asks it, and imports nothing of
-the store, the search index or the rest of the CLI (a Python start and one loopback
-request). Anything else — another command, an option it does not know, no server, a
+standard library, reads the server's discovery file and asks it over its Unix socket,
+and imports nothing of the store, the search index or the rest of the CLI (a Python
+start and one local request). A server that does not answer within
+``MEMVAULT_SERVE_TIMEOUT`` seconds is an error naming its process. Anything else — another command, an option it does not know, no server, a
 server that does not answer — goes to the full CLI (:mod:`pipelines.cli.app`), which does
 the same work in-process.
 """
@@ -77,11 +78,12 @@ def fast(argv: list[str]) -> int | None:
         return None
     tool, arguments, store, as_json = parsed
     from memvault.config import store_url
+    from memvault.errors import MemvaultError
     from memvault.serve.client import ServerRefused, ask
 
     try:
         answer = ask(store_url(store), tool, arguments)
-    except ServerRefused as exc:
+    except (ServerRefused, MemvaultError) as exc:  # refused, or a server stuck or lost
         from rich.console import Console
         from rich.markup import escape
 

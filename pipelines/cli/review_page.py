@@ -32,7 +32,7 @@ from starlette.requests import Request
 
 import memvault
 from memvault.errors import MemvaultError
-from memvault.http_guard import Guard
+from memvault.http_guard import BodyLimit, Guard
 from memvault.review import ReviewPolicy, calibrate, decide, list_items
 from memvault.review.evidence import evidence, when
 
@@ -69,6 +69,7 @@ def create_app(
     policy = policy or ReviewPolicy()
     guard = Guard.bound_to(host, port, token)
     app = FastAPI(title="memvault review", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(BodyLimit, limit=64 * 1024)  # a decision is a few bytes of form
 
     @app.middleware("http")
     async def refuse_strangers(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -28,19 +29,29 @@ def serve(
     port: Annotated[
         int | None,
         typer.Option(
-            min=0, max=65535, help="Port of the HTTP endpoint (http: 8767; stdio: a free one)"
+            min=0,
+            max=65535,
+            help="Port of the HTTP endpoint (http: 8767; stdio: none unless given)",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help="Require `Authorization: Bearer TOKEN` on TCP, the token read from this file "
+            "(yours, mode 0600); else MEMVAULT_SERVE_TOKEN",
+            show_default=False,
         ),
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(
-            help="Require `Authorization: Bearer TOKEN` on HTTP (else MEMVAULT_SERVE_TOKEN)",
-            show_default=False,
-        ),
+        typer.Option(hidden=True, help="The token itself (shows in `ps`: use the above)"),
     ] = None,
 ) -> None:
     """Serve recall, remember, feedback and asof to agents over MCP, with the recall index
-    kept warm; `memvault recall` in a shell uses it while it runs."""
+    kept warm; `memvault recall` in a shell uses it while it runs. stdio opens no network
+    port (--port asks for one); a non-loopback --host needs a token."""
+    from memvault.serve.runner import resolve_token
     from memvault.serve.runner import serve as run_server
 
     if transport not in ("stdio", "http"):
@@ -54,6 +65,6 @@ def serve(
         transport=transport,  # type: ignore[arg-type]
         host=host,
         port=port,
-        token=token,
+        token=resolve_token(given=token, token_file=token_file, say=say),
         say=say,
     )

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 import memvault
-from memvault.serve import discovery
+from memvault.serve import client, discovery
 from tests.recall_support import fill
 
 pytestmark = pytest.mark.integration
@@ -31,8 +31,8 @@ COUNTED = ("blocks", "recall_log", "feedback", "runs", "audit_log")
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
-    # TMPDIR: the discovery file of a PostgreSQL store lives in this test's directory.
-    return env | {"MEMVAULT_EMBEDDER": "hashing", "TMPDIR": str(tmp_path), "XDG_RUNTIME_DIR": ""}
+    # XDG_RUNTIME_DIR (the servers' sockets and discovery files) is the test run's own.
+    return env | {"MEMVAULT_EMBEDDER": "hashing", "TMPDIR": str(tmp_path)}
 
 
 def _counts(url: str) -> dict[str, int]:
@@ -49,21 +49,21 @@ def _free_port() -> int:
 @pytest.fixture
 def seeded(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # as TMPDIR does for the server
-    monkeypatch.setenv("XDG_RUNTIME_DIR", "")
     with memvault.open(store_url) as store:
         fill(store, tmp_path)
     return store_url
 
 
 @contextmanager
-def http_server(url: str, tmp_path: Path, *extra: str) -> Iterator[str]:
+def http_server(
+    url: str, tmp_path: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[str]:
     """`memvault serve --transport http` on a free loopback port; yields its base URL."""
     port = _free_port()
     log = (tmp_path / "serve.log").open("w")
     process = subprocess.Popen(
         [MEMVAULT, "serve", "--store", url, "--transport", "http", "--port", str(port), *extra],
-        env=_env(tmp_path),
+        env=_env(tmp_path) | (env or {}),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -229,13 +229,14 @@ def test_http_refuses_other_hosts_origins_and_a_missing_token(
         fill(store, tmp_path)
     before = _counts(url)
     body = {"query": "status of Quill"}
-    with http_server(url, tmp_path, "--token", "s3cret") as base:
+    secret = "s3cret-s3cret-s3cret"
+    with http_server(url, tmp_path, env={"MEMVAULT_SERVE_TOKEN": secret}) as base:
         port = base.rsplit(":", 1)[1]
-        good = {"Authorization": "Bearer s3cret"}
+        good = {"Authorization": f"Bearer {secret}"}
         for headers, status in [
             ({}, 401),
             ({"Authorization": "Bearer wrong"}, 401),
-            ({"Authorization": "s3cret"}, 401),
+            ({"Authorization": secret}, 401),
             (good | {"Origin": "http://evil.example"}, 403),
             (good | {"Host": f"evil.example:{port}"}, 403),
             (good | {"Host": "127.0.0.1:1"}, 403),
@@ -259,8 +260,6 @@ def test_a_stopped_server_writes_the_recalls_it_answered_before_it_exits(
 ) -> None:
     """The recall log is written after the answer; stopping the server (SIGTERM, as Ctrl-C)
     while writes wait writes them all: rows, runs and audit rows, undoable by recall id."""
-    import httpx
-
     marker = tmp_path / "paused"
     env = _env(tmp_path) | {
         "MEMVAULT_TEST_PAUSE_AT": "recall-log-write",
@@ -280,9 +279,11 @@ def test_a_stopped_server_writes_the_recalls_it_answered_before_it_exits(
                 assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
             ids = []
+            server = discovery.read(seeded)
+            assert server is not None
             for _ in range(3):
-                reply = httpx.post(f"http://127.0.0.1:{port}/memvault/v1/recall", json={"query": "status of Quill"}, timeout=30)  # fmt: skip
-                ids.append(reply.json()["result"]["recall_id"])
+                answer = client.call(server, "recall", {"query": "status of Quill"})
+                ids.append(answer["recall_id"])
             while not marker.exists():  # the writer holds the first batch, the rest wait
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
