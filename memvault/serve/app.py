@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memvault.errors import MemvaultError
 from memvault.http_guard import DEFAULT_MAX_BODY, BodyLimit, Guard, is_loopback
 from memvault.serve.client import API_PREFIX, HELLO_PATH, NONCE_HEADER, proof
 from memvault.serve.tools import INSTRUCTIONS, build_tools
