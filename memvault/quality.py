@@ -15,7 +15,7 @@ import polars as pl
 
 from memvault.store import Store
 
-TRIPLE_STATUSES = ["active", "superseded", "merged", "expired"]
+TRIPLE_STATUSES = ["active", "superseded", "merged", "expired", "invalidated", "archived", "held"]
 #: The triple columns the suite reads (its columns and its row conditions' ``status``). Only
 #: these are loaded and handed to pandas: the wide text columns (object, lineage, note) would
 #: cost most of the memory and conversion time and are checked by nothing here.

@@ -38,7 +38,7 @@ PREDICATE_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 
 Tier = Literal["hot", "warm", "cold", "frozen"]
 Verdict = Literal["CORRECT", "INCORRECT", "AMBIGUOUS"]
-TripleStatus = Literal["active", "superseded", "merged", "invalidated", "archived"]
+TripleStatus = Literal["active", "superseded", "merged", "invalidated", "archived", "held"]
 ItemStatus = Literal["active", "archived"]
 
 #: The ten attitude categories (A1). The first five come from the spec; the

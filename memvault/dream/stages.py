@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvault.dream.config import DreamConfig
+from memvault.dream.grounding_hold import hold_new_ungrounded
 from memvault.dream.normalize_content import ContentReport, normalize_content
 from memvault.dream.prune import PruneResult, prune_orphans
 from memvault.dream.report import (
@@ -32,6 +33,8 @@ from memvault.testing_hooks import pause_point
 
 #: Decisions shown one by one in the step log and the metadata.
 LOGGED_ACTIONS = 25
+#: The audit phase of the consolidate stage.
+PHASE = "dream_consolidate"
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Consolidation:
     applied: dict[str, int]
     dry_run: bool
     rows_written: int = 0
+    held_for_review: int = 0
 
     def metadata(self) -> dict[str, Any]:
         done = Counter(self.plan.counts()) if self.dry_run else Counter(self.applied)
@@ -56,6 +60,7 @@ class Consolidation:
             "coexist": done["coexist"],
             **{key: int(summary[name]) for key, name in _SUMMARY.items()},
             "already_applied": int(self.applied.get("already_applied", 0)),
+            "facts_held_for_review": self.held_for_review,
             "content_encoding_fixed": content.encoding_fixed,
             "content_whitespace_collapsed": content.whitespace_collapsed,
             "content_split": content.split,
@@ -92,9 +97,16 @@ def consolidate(
     log: Callable[[str], None] = lambda _: None,
     warn: Callable[[str], None] = lambda _: None,
 ) -> Consolidation:
-    """Normalize the content, then plan and apply the temporal conflicts; a sample of the
-    decisions goes to ``log`` (all of them are in the audit log, or a dry run's counts)."""
+    """Hold new facts that break their definition for review, normalize the content, then plan
+    and apply the temporal conflicts; a sample of the decisions goes to ``log`` (all of them
+    are in the audit log, or a dry run's counts)."""
     calls_before = judge.stats.as_dict()["calls"]
+    held = hold_new_ungrounded(store, run_id, policy, dry_run=dry_run, phase=PHASE)
+    if held:
+        warn(
+            f"{'would hold' if dry_run else 'held'} {held} new fact(s) that break their "
+            "predicate's definition for review (`memvault review list`)"
+        )
     content = normalize_content(store, run_id, dry_run=dry_run)
     for example in content.examples:
         log(f"{'would normalize' if dry_run else 'normalized'} {example}")
@@ -115,12 +127,15 @@ def consolidate(
             "content": content.as_dict(),
             "plan": plan.summary(),
             "planned": dict(plan.counts()),
-            "actions": applied | ({} if dry_run else content.actions),
+            "actions": applied
+            | ({} if dry_run else content.actions)
+            | ({"hold-for-review": held} if held and not dry_run else {}),
+            "held_for_review": held,
             "llm_calls": judge.stats.as_dict()["calls"] - calls_before,
         },
     )
-    written = rows_written(store, run_id, "dream_consolidate")
-    return Consolidation(content, plan, applied, dry_run, written)
+    written = rows_written(store, run_id, PHASE)
+    return Consolidation(content, plan, applied, dry_run, written, held)
 
 
 @dataclass

@@ -150,8 +150,9 @@ def _promoted(store: Store, run_id: str, edges: EdgeReport) -> set[str]:
     audit = store.fetch_df(_PROMOTED_SQL, {"r": run_id})
     if audit.height:
         status = audit.with_columns(
-            before=pl.col("before_image").str.json_path_match("$.status"),
-            after=pl.col("after_image").str.json_path_match("$.status"),
+            # cast: a column of NULLs only (every edge new) comes back untyped on PostgreSQL
+            before=pl.col("before_image").cast(pl.Utf8).str.json_path_match("$.status"),
+            after=pl.col("after_image").cast(pl.Utf8).str.json_path_match("$.status"),
         ).filter((pl.col("after") == "connected") & (pl.col("before").fill_null("") != "connected"))
         ids |= set(status["target_id"].to_list())
     return ids

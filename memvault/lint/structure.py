@@ -22,7 +22,7 @@ from memvault.store import Store
 from memvault.temporal.grounding import Grounding
 
 RULES = ("orphan", "cycle", "malformed", "dangling_reference")
-STATUSES = ("active", "superseded", "merged", "invalidated", "archived")
+STATUSES = ("active", "superseded", "merged", "invalidated", "archived", "held")
 
 _MALFORMED_SQL = """
 SELECT * FROM (
@@ -32,7 +32,7 @@ SELECT id, subject_id, predicate,
          WHEN NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$') THEN 'predicate is not snake_case'
          WHEN valid_at IS NOT NULL AND invalid_at IS NOT NULL AND invalid_at < valid_at
            THEN 'ends before it starts'
-         WHEN status NOT IN ('active', 'superseded', 'merged', 'invalidated', 'archived')
+         WHEN status NOT IN ('active', 'superseded', 'merged', 'invalidated', 'archived', 'held')
            THEN 'unknown status ' || status
        END AS problem
 FROM triples

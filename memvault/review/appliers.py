@@ -13,6 +13,9 @@
   lower weight); "wrong" keeps the current preference as it is.
 * ``memory`` — a fact kept with low confidence: "correct" confirms it (confidence
   1), "wrong" invalidates it (kept, dated, no longer believed).
+* ``grounding`` — a new fact held because it breaks its predicate's definition:
+  "correct" makes it a current fact (the person vouches for it), "wrong"
+  invalidates it (kept, no longer believed).
 """
 
 from __future__ import annotations
@@ -69,6 +72,22 @@ def apply_archive_entity(store: Store, m: Mutation, item: ReviewItem, verdict: V
     return f"archived entity {item.target_id}"
 
 
+def apply_grounding(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    if not item.target_id:
+        return "nothing to change"
+    if verdict == "wrong":
+        return apply_memory(store, m, item, verdict)
+    reason = f"review {item.id}: a person confirmed it despite its definition ({item.reason})"
+    schema: dict[str, pl.DataType] = {
+        "id": pl.Utf8(), "status": pl.Utf8(), "expired_at": pl.Datetime("us"), "note": pl.Utf8()
+    }  # fmt: skip
+    current = {"id": item.target_id, "status": "active", "expired_at": None, "note": reason}
+    m.update_many(
+        "triples", pl.DataFrame([current], schema=schema), action="confirm", reason=reason
+    )
+    return f"made fact {item.target_id} current (a person vouches for it)"
+
+
 def apply_memory(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
     if not item.target_id:
         return "nothing to change"
@@ -107,5 +126,6 @@ def register_all() -> None:
     register_applier("attitude", apply_attitude)
     register_applier("conflict", apply_conflict)
     register_applier("garden", apply_garden)
+    register_applier("grounding", apply_grounding)
     register_applier("lint:archive-entity", apply_archive_entity)
     register_applier("memory", apply_memory)

@@ -322,11 +322,11 @@ def _attitude(store: Store, item: ReviewItem) -> Evidence:
 
 def evidence(store: Store, item: ReviewItem) -> Evidence:
     """The memories ``item`` is about, read from ``store`` now."""
-    from memvault.review.intake import ARCHIVE_KIND, MEMORY_KIND
+    from memvault.review.intake import ARCHIVE_KIND, GROUNDING_KIND, MEMORY_KIND
 
     if item.prefix == "conflict":
         return _conflict(store, item)
-    if item.kind == MEMORY_KIND:
+    if item.kind in (MEMORY_KIND, GROUNDING_KIND):
         return Evidence(memories=[_lookup(store, "triples", item.target_id or "", "the fact")])
     if item.kind == ARCHIVE_KIND:
         return _archive(store, item)

@@ -7,6 +7,10 @@
 * The lint's archive proposals: an entity left with only retired facts is
   proposed for archiving; the review rules decide whether that waits for a
   human or is applied now (audited, undoable).
+* New facts that break their predicate's definition (``Ada lives_in Globex``
+  where Globex is an organization and lives_in wants a place): the dream holds
+  them out of the store's beliefs (status ``held``, kept) and asks, with the
+  reason — "correct" makes the fact current, "wrong" invalidates it.
 
 An item is proposed once: a fact or entity that already has an item (waiting or
 decided) is not proposed again.
@@ -28,6 +32,7 @@ from memvault.review.queue import enqueue_row
 from memvault.store import Store
 
 MEMORY_KIND = "memory"
+GROUNDING_KIND = "grounding"
 ARCHIVE_KIND = "lint:archive-entity"
 #: How sure the lint is that an entity with only retired facts may be archived (a rule saw it).
 ARCHIVE_CONFIDENCE = 0.9
@@ -175,3 +180,71 @@ def propose_archives(
                 )
             )
     return intake
+
+
+_HELD_SQL = """
+SELECT t.id, t.subject_id, e.name AS subject, t.predicate, t.object, t.valid_at,
+       t.source_session, t.source_block
+FROM triples t LEFT JOIN entities e ON e.id = t.subject_id
+WHERE t.id = ANY(CAST(:ids AS TEXT[])) AND t.status = 'active'
+  AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.id = 'grounding:' || t.id)
+ORDER BY t.id
+"""
+
+
+def hold_for_review(
+    store: Store,
+    run_id: str,
+    problems: dict[str, list[str]],
+    policy: ReviewPolicy,
+    *,
+    phase: str,
+    now: dt.datetime | None = None,
+) -> Intake:
+    """Hold the current facts ``problems`` names (fact id → what breaks its definition) out of
+    the store's beliefs — status ``held``, kept with the reason — and queue each for a person
+    (a fact a person already decided on is left as they decided)."""
+    now = now or utcnow()
+    rows = store.fetch_df(_HELD_SQL, {"ids": sorted(problems)})
+    if rows.is_empty():
+        return Intake()
+    items, held = [], []
+    for row in rows.iter_rows(named=True):
+        why = "; ".join(problems[row["id"]])
+        held.append({"id": row["id"], "status": "held", "expired_at": now,
+                     "note": f"held for review: {why}"})  # fmt: skip
+        centrality, dependents = subject_inputs(store, row["subject_id"])
+        inputs = ImpactInputs(centrality=centrality, dependents=dependents)
+        items.append(
+            enqueue_row(
+                item_id=f"{GROUNDING_KIND}:{row['id']}",
+                kind=GROUNDING_KIND,
+                target_table="triples",
+                target_id=row["id"],
+                proposal={
+                    "question": "This new fact breaks its predicate's definition. correct keeps "
+                    "it as a current fact anyway, wrong invalidates it (kept, not believed).",
+                    "fact": {k: row[k] for k in ("subject", "predicate", "object", "valid_at")},
+                    "problems": problems[row["id"]],
+                    "source": {"session": row["source_session"], "block": row["source_block"]},
+                },
+                reason=f"breaks its definition: {why}",
+                confidence=None,
+                impact=impact_score(inputs),
+                impact_inputs=inputs.model_dump(),
+                deadline=_deadline(policy, now),
+                run_id=run_id,
+                now=now,
+            )
+        )
+    with store.mutation(run_id, phase) as m:
+        m.update_many(
+            "triples",
+            pl.DataFrame(held),
+            action="hold",
+            reason="a new fact that breaks its predicate's definition waits for a person",
+        )
+        queued = m.insert(
+            "review_queue", pl.DataFrame(items), action="queue", reason="a fact held for review"
+        )
+    return Intake(queued=len(queued), applied=len(held))

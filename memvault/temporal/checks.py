@@ -169,7 +169,7 @@ WITH current_facts AS (
            COALESCE(invalid_at, TIMESTAMP '9999-12-31') AS ends
     FROM triples
     WHERE predicate = ANY(:predicates)
-      AND status NOT IN ('merged', 'invalidated', 'archived') AND expired_at IS NULL
+      AND status NOT IN ('merged', 'invalidated', 'archived', 'held') AND expired_at IS NULL
 )
 SELECT a.subject_id, a.predicate, a.id AS triple_a, b.id AS triple_b,
        a.object AS object_a, b.object AS object_b, a.object_id AS object_id_a,

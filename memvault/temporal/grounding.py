@@ -218,7 +218,7 @@ SELECT t.id AS triple_id, t.predicate, t.object, t.object_id,
 FROM triples t
 LEFT JOIN entities s ON s.id = t.subject_id
 LEFT JOIN entities o ON o.id = t.object_id
-WHERE t.status <> 'merged'
+WHERE t.status NOT IN ('merged', 'held', 'invalidated')
 """
 
 
@@ -229,7 +229,8 @@ def _joined(names: pl.Expr) -> pl.Expr:
 def grounding_violations(store: Store, grounding: Grounding | None = None) -> pl.DataFrame:
     """Triples that break the grounding definitions: one row per problem (empty = pass).
 
-    Checked for every triple that is not merged away: the predicate is defined;
+    Checked for every triple that is not merged away, held for review or invalidated by a
+    person (the store does not believe those): the predicate is defined;
     the subject is an entity of a type in the domain; the object is an entity of
     a type in the range, or a literal where the range is ``literal``; a literal
     has the value type and one of the allowed values.

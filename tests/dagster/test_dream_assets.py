@@ -279,7 +279,11 @@ def test_a_dream_that_crashes_in_consolidate_is_reverted_and_the_next_one_does_i
 
 
 def test_a_failed_dream_does_not_move_last_dream_at(store_url: str, tmp_path: Path) -> None:
+    """A stage that fails for good (reflect, after the graph stages wrote edges and
+    communities) ends the dream: it is reverted, the store is as it was."""
     seed_demo_store(store_url, tmp_path)
+    with memvault.open(store_url) as store:
+        before = {t: table_dump(store, t) for t in STATE_TABLES}
     broken = ScriptedJudge({"reflect": [RuntimeError("the LLM endpoint is down")]})
 
     class Broken(JudgeResource):
@@ -292,9 +296,12 @@ def test_a_failed_dream_does_not_move_last_dream_at(store_url: str, tmp_path: Pa
         e.event_specific_data.materialization.asset_key.to_user_string()
         for e in result.get_asset_materialization_events()
     }
-    assert "dream_prune" not in materialized
+    assert "dream_prune" not in materialized and "dream_edges" in materialized
     with memvault.open(store_url) as store:
         assert store.last_run("dream") is None
+        reverted = store.last_run("dream", "reverted")
+        assert reverted is not None and "the LLM endpoint is down" in reverted["error"]
+        assert {t: table_dump(store, t) for t in STATE_TABLES} == before
 
 
 def test_the_checks_fail_on_broken_data(tmp_path: Path) -> None:
