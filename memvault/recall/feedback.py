@@ -59,8 +59,10 @@ def feedback(
     block_id: str | None = None,
     note: str | None = None,
     now: dt.datetime | None = None,
+    run_id: str | None = None,
 ) -> FeedbackReport:
-    """Record the owner's verdict (correct|incorrect|ambiguous) or boost (+|-) on a recall."""
+    """Record the owner's verdict (correct|incorrect|ambiguous) or boost (+|-) on a recall
+    (as run ``run_id`` when given: ``memvault serve`` names the run before it writes)."""
     word = verdict.strip().lower()
     if word not in VERDICTS and word not in BOOSTS:
         raise FeedbackError(f"unknown verdict {verdict!r}: use {ACCEPTED}")
@@ -78,7 +80,7 @@ def feedback(
     if block_id is not None and block_id not in results:
         raise FeedbackError(f"recall {recall_id} did not return block {block_id!r}")
     now = now or utcnow()
-    run_id = new_run_id("feedback")
+    run_id = run_id or new_run_id("feedback")
     report = FeedbackReport(run_id=run_id, recall_id=recall_id, verdict=word)
     with store.mutation(run_id, "feedback") as m:
         store.record_run(run_id, "feedback", now, {"recall_id": recall_id, "verdict": word})

@@ -3,7 +3,10 @@
 Built once from the store (active blocks, their current vectors of one model,
 which entities each block mentions); afterwards :meth:`SearchIndex.refresh`
 reads only what changed since: blocks created, updated or re-tiered later, new
-vectors, status changes. Changed and new blocks go to a small second segment
+vectors, status changes. What changed is found by change, not by time alone: the rows at the
+latest time read are remembered (:class:`Seen`), so a bulk write that stamps thousands of
+rows with one time is read once, not again at every refresh, and a row stamped with an
+earlier time whose transaction committed later is found by the count of active blocks. Changed and new blocks go to a small second segment
 (scored with the main segment's term statistics) and their old rows are masked;
 when that segment grows past a fifth of the main one, the index is rebuilt. The reply links
 (:mod:`memvault.recall.context`) of the sessions a changed block belongs to are read again,
@@ -101,10 +104,27 @@ SHOWN_SQL = f"SELECT {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} WHERE b.id =
 #: The blocks the owner rated: the sum of their boosts (``blocks.feedback_score``).
 FEEDBACK_SQL = "SELECT id, feedback_score FROM blocks WHERE feedback_score <> 0"
 
-#: Blocks created, edited or re-tiered since the last look, with the text they are searched by.
+#: The times by which a refresh finds the blocks that changed.
+CHANGE_TIMES = ("created_at", "updated_at", "tiered_at")
+#: The blocks created, edited or re-tiered at or after the latest times read.
+CHANGED_KEYS_SQL = (
+    "SELECT id, created_at, updated_at, tiered_at FROM blocks "
+    "WHERE created_at >= :c OR updated_at >= :u OR tiered_at >= :t"
+)
+#: The changed blocks with the text they are searched by.
 CHANGED_SQL = (
     f"SELECT b.id, {SEARCH_TEXT} AS text, b.status, b.created_at FROM blocks b {ORIGINALS_JOIN} "
-    "WHERE b.created_at >= :c OR b.updated_at >= :u OR b.tiered_at >= :t"
+    "WHERE b.id = ANY(:ids)"
+)
+#: The block vectors of a model made at or after the latest time read.
+VECTOR_KEYS_SQL = (
+    "SELECT target_id, created_at FROM embeddings "
+    "WHERE target_kind = 'block' AND model = :m AND created_at >= :since"
+)
+#: The block vectors of a model made at one time.
+VECTORS_AT_SQL = (
+    "SELECT target_id, created_at FROM embeddings "
+    "WHERE target_kind = 'block' AND model = :m AND created_at = :at"
 )
 
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -197,6 +217,65 @@ class Marks:
     @property
     def feedback(self) -> tuple[Any, ...]:
         return self.values[9:11]
+
+
+@dataclass
+class Seen:
+    """Per change time (a block's ``created_at``, ``updated_at``, ``tiered_at``; a vector's
+    ``created_at``), the latest value the index has read and the rows it read at exactly
+    that value.
+
+    A bulk write stamps thousands of rows with one time (tiering, an import, an embedding
+    batch). Reading again every row at the latest time (``>=``) would read them all at every
+    refresh, and past a fifth of the store rebuild the index after each write; reading only
+    later times (``>``) would miss a row stamped with the same time whose transaction
+    committed later. So a refresh reads the keys at and after the latest time, and takes the
+    rows it has not seen."""
+
+    at: dict[str, dt.datetime] = field(default_factory=dict)
+    ids: dict[str, set[str]] = field(default_factory=dict)
+
+    def since(self, column: str) -> dt.datetime:
+        return self.at.get(column) or _EPOCH
+
+    def new(self, column: str, key: str, value: dt.datetime | None) -> bool:
+        """Whether a row with this time was not read yet."""
+        if value is None:
+            return False
+        mark = self.at.get(column)
+        return mark is None or value > mark or (value == mark and key not in self.ids[column])
+
+    def update(self, column: str, rows: list[tuple[str, dt.datetime | None]]) -> None:
+        """Note the rows read: ``rows`` holds every row at or after the latest time."""
+        values = [v for _, v in rows if v is not None]
+        if not values:
+            return
+        latest = max(values)
+        if column in self.at and latest < self.at[column]:
+            return
+        self.at[column] = latest
+        self.ids[column] = {k for k, v in rows if v == latest}
+
+    @classmethod
+    def at_marks(cls, store: Store, marks: Marks, model: str) -> Seen:
+        """The rows at the latest times of ``marks`` (read before the index reads the blocks,
+        so every row noted is in what it reads)."""
+        seen = cls()
+        latest = dict(zip(CHANGE_TIMES, (marks.values[1], marks.values[2], marks.values[3]), strict=True))  # fmt: skip
+        wanted = [c for c, v in latest.items() if v is not None]
+        if wanted:
+            where = " OR ".join(f"{c} = :{c}" for c in wanted)
+            rows = store.fetch(
+                f"SELECT id, {', '.join(CHANGE_TIMES)} FROM blocks WHERE {where}",
+                {c: latest[c] for c in wanted},
+            )
+            for k, column in enumerate(CHANGE_TIMES, 1):
+                if latest[column] is not None:
+                    seen.update(column, [(r[0], r[k]) for r in rows if r[k] == latest[column]])
+        if marks.values[6] is not None:
+            rows = store.fetch(VECTORS_AT_SQL, {"m": model, "at": marks.values[6]})
+            seen.update("vectors", [(r[0], r[1]) for r in rows])
+        return seen
 
 
 def _mentions(store: Store, ids: list[str], where: str = "", params: dict[str, Any] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
@@ -296,6 +375,8 @@ class SearchIndex:
     feedback: dict[str, float] = field(default_factory=dict, repr=False)
     #: The active insights (see :meth:`insights`), found on first use.
     _insights: set[str] | None = field(default=None, repr=False)
+    #: The latest change times read, and the rows read at them (see :class:`Seen`).
+    seen: Seen = field(default_factory=Seen, repr=False)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -303,6 +384,7 @@ class SearchIndex:
     def build(cls, store: Store, model: str) -> SearchIndex:
         started = time.perf_counter()
         marks = Marks(fingerprint(store, model))
+        seen = Seen.at_marks(store, marks, model)
         shown = store.fetch_df(SEARCH_BLOCKS_SQL)
         blocks = shown.select("id", pl.col("search_text").alias("text"), "created_at")
         shown = shown.drop("search_text")
@@ -336,6 +418,7 @@ class SearchIndex:
             built_seconds=time.perf_counter() - started,
             built_asked=main.asked,
             feedback=_feedback(store),
+            seen=seen,
         )
         return index
 
@@ -369,7 +452,7 @@ class SearchIndex:
         if now.values == self.marks.values:
             return self
         old = self.marks
-        changed = store.fetch_df(CHANGED_SQL, {"c": old.created, "u": old.updated, "t": old.tiered})
+        changed = self._changed(store)
         main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
         touched = set(changed["id"].to_list()) if changed.height else set()
         for bid, text, status, written in changed.iter_rows():
@@ -384,33 +467,14 @@ class SearchIndex:
                 self.delta_texts.pop(bid, None)
                 self.delta_days.pop(bid, None)
                 self.delta_asks.pop(bid, None)
-        expected = int(self.main.live.sum()) + len(self.delta_texts)
-        if now.active != expected:  # a status changed without a newer timestamp
-            gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
-            was = self.main.live.copy()
-            self.main.live &= ~np.isin(np.asarray(self.main.ids, dtype=object), list(gone))
-            touched.update(self.main.ids[i] for i in np.flatnonzero(was & ~self.main.live))
-            for bid in gone & self.delta_texts.keys():
-                del self.delta_texts[bid]
-                touched.add(bid)
-                self.delta_days.pop(bid, None)
-                self.delta_asks.pop(bid, None)
+        if now.active != self._live():  # a status changed without a newer time, or a late row
+            touched |= self._recount(store, now.active)
         if len(self.delta_texts) > max(1000, REBUILD_SHARE * self.main.size):
             rebuilt = SearchIndex.build(store, self.model)
             rebuilt.refreshes, rebuilt.rebuilds = self.refreshes + 1, self.rebuilds + 1
             return rebuilt
         if now.vectors != old.vectors or now.vectors_at != old.vectors_at:
-            fresh = store.fetch_df(
-                CURRENT_VECTORS_SQL.format(extra="AND e.created_at >= :since"),
-                {"m": self.model, "since": old.vectors_at},
-            )
-            if fresh.height:
-                matrix, has = _matrix(fresh, self.main.ids)
-                if matrix is not None:
-                    if self.main.vectors is None:
-                        self.main.vectors = np.zeros_like(matrix)
-                    self.main.vectors[has] = matrix[has]
-                    self.main.has_vector |= has
+            self._read_vectors(store)
         self.delta = self._segment(store, self.model, self.delta_texts, self.main.keywords)
         if now.entities != old.entities or now.values[8] != old.values[8]:
             self.matcher = EntityMatcher.load(store)
@@ -428,6 +492,76 @@ class SearchIndex:
         self.marks = now
         self.refreshes += 1
         return self
+
+    def _changed(self, store: Store) -> pl.DataFrame:
+        """The blocks created, edited or re-tiered since the last look (id, search text,
+        status, created_at): those at or after the latest times read and not read yet."""
+        params = {k: self.seen.since(c) for k, c in zip("cut", CHANGE_TIMES, strict=True)}
+        keys = store.fetch(CHANGED_KEYS_SQL, params)
+        ids = sorted(
+            {
+                r[0]
+                for r in keys
+                if any(self.seen.new(c, r[0], r[k]) for k, c in enumerate(CHANGE_TIMES, 1))
+            }
+        )
+        for k, column in enumerate(CHANGE_TIMES, 1):
+            self.seen.update(column, [(r[0], r[k]) for r in keys if r[k] is not None and r[k] >= self.seen.since(column)])  # fmt: skip
+        self.stats["changed_read"] = self.stats.get("changed_read", 0) + len(ids)
+        if not ids:
+            return pl.DataFrame(schema={"id": pl.Utf8, "text": pl.Utf8, "status": pl.Utf8, "created_at": pl.Datetime("us")})  # fmt: skip
+        return store.fetch_df(CHANGED_SQL, {"ids": ids})
+
+    def _live(self) -> int:
+        return int(self.main.live.sum()) + len(self.delta_texts)
+
+    def _recount(self, store: Store, active: int) -> set[str]:
+        """Bring the blocks searched in line with the active ones when the counts differ: a
+        status changed without a newer time (gone), or a row stamped before the latest time
+        read committed after it (missing). Returns the blocks whose presence changed."""
+        touched: set[str] = set()
+        gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
+        was = self.main.live.copy()
+        self.main.live &= ~np.isin(np.asarray(self.main.ids, dtype=object), list(gone))
+        touched.update(self.main.ids[i] for i in np.flatnonzero(was & ~self.main.live))
+        for bid in gone & self.delta_texts.keys():
+            del self.delta_texts[bid]
+            touched.add(bid)
+            self.delta_days.pop(bid, None)
+            self.delta_asks.pop(bid, None)
+        if active > self._live():
+            searched = set(self.delta_texts) | {
+                self.main.ids[i] for i in np.flatnonzero(self.main.live).tolist()
+            }
+            rows = store.fetch("SELECT id FROM blocks WHERE status = 'active'")
+            missing = sorted({str(r[0]) for r in rows} - searched)
+            if missing:
+                late = store.fetch_df(CHANGED_SQL, {"ids": missing})
+                for bid, text, _, written in late.iter_rows():
+                    self.delta_texts[bid] = with_dates(text, written)
+                    self.delta_days[bid] = days_meant(text, written)
+                    self.delta_asks[bid] = is_question(text or "")
+                    touched.add(bid)
+        return touched
+
+    def _read_vectors(self, store: Store) -> None:
+        """The main segment's vectors made since the last look (those not read yet)."""
+        keys = store.fetch(VECTOR_KEYS_SQL, {"m": self.model, "since": self.seen.since("vectors")})
+        fresh_ids = sorted({k for k, v in keys if self.seen.new("vectors", k, v)})
+        self.seen.update("vectors", [(k, v) for k, v in keys])
+        if not fresh_ids:
+            return
+        fresh = store.fetch_df(
+            CURRENT_VECTORS_SQL.format(extra="AND e.target_id = ANY(:ids)"),
+            {"m": self.model, "ids": fresh_ids},
+        )
+        if fresh.height:
+            matrix, has = _matrix(fresh, self.main.ids)
+            if matrix is not None:
+                if self.main.vectors is None:
+                    self.main.vectors = np.zeros_like(matrix)
+                self.main.vectors[has] = matrix[has]
+                self.main.has_vector |= has
 
     def _relink(self, store: Store, touched: set[str]) -> None:
         """Reply links as a rebuild would make them, read for the sessions of ``touched``

@@ -51,6 +51,16 @@ def build_mcp(service: Service) -> MCPServer:
         tools=build_tools(service.call),
     )
 
+    @mcp.custom_route(API_PREFIX + "release", methods=["POST"], include_in_schema=False)
+    async def release(request: Request) -> Response:
+        """Another process of this user needs the DuckDB file (a nightly job, an owner's
+        command): let go of it after the call under way (see memvault.serve.writer)."""
+        let_go = getattr(service, "release", None)
+        if let_go is None:  # a server that passes calls on holds no store
+            return JSONResponse({"result": {"held": False, "detachable": False}})
+        result = await anyio.to_thread.run_sync(let_go)
+        return JSONResponse({"result": result})
+
     @mcp.custom_route(API_PREFIX + "{tool}", methods=["POST"], include_in_schema=False)
     async def plain_call(request: Request) -> Response:
         """The same tools as plain JSON (``{"result": ...}`` or ``{"error": ...}``), for the

@@ -238,3 +238,18 @@ def ask(store_url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any] 
                 f"answering this {tool}; check whether it was recorded before giving it again"
             ) from None
         return None
+
+
+def request_release(store_url: str) -> bool:
+    """Ask the running server of ``store_url``, if any, to let go of its DuckDB file (another
+    process of this user needs it: a nightly job, an owner's command); True once it has.
+    It takes the file back later, when the file is free (see memvault.serve.writer). Best
+    effort: no server, or one that does not answer, is no error (the caller waits on)."""
+    info = discovery.read(store_url)
+    if info is None:
+        return False
+    try:
+        answer = call(info, "release", {})
+    except (ServerUnavailable, ServerRefused, ServerStuck, MemvaultError):
+        return False
+    return answer.get("held") is False

@@ -221,10 +221,12 @@ class Holding:
 
     def open(self) -> dict[str, Any]:
         """Open the store, warm the index, listen on the socket; returns the warm-up figures."""
-        import memvault
         from memvault.serve.service import MemoryService
+        from memvault.store import Store
 
-        self._store = memvault.open(self.store_url)
+        # A DuckDB file is held only while no other process asks for it (the night's jobs,
+        # the owner's commands): see memvault.store.attached and memvault.serve.writer.
+        self._store = Store.open(self.store_url, detachable=True)
         self.service = MemoryService(self._store)
         return dict(self.service.warm())
 
@@ -279,7 +281,7 @@ class Holding:
             if self._thread is not None:
                 self._thread.join(timeout=5)
             if self.service is not None:
-                self.service.close()  # the recalls answered and not yet written, written now
+                self.service.close()  # what is queued, applied now (or left for the next)
         finally:
             try:
                 for sock in self.sockets:

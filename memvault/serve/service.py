@@ -1,19 +1,24 @@
 """What ``memvault serve`` does for a caller: recall, remember, feedback, asof on one store.
 
-:class:`MemoryService` holds the store open for the life of the server and keeps its
-search index warm (one :class:`~memvault.recall.Recaller`, refreshed from what changed).
-Each method goes the same way as its command: ``recall`` as ``memvault recall``
-(recorded in recall_log, one audited run), ``remember`` through ingest's validation and
-audited write (one block as a JSONL record), ``feedback`` as ``memvault feedback``,
-``asof`` as ``memvault asof``. Input that is refused raises :class:`MemvaultError` and
-writes nothing. Calls are served one at a time: a store connection is not shared by
-threads.
+:class:`MemoryService` keeps the store's search index warm (one
+:class:`~memvault.recall.Recaller`, refreshed from what changed) and answers each tool as
+its command does: ``recall`` as ``memvault recall`` (recorded in recall_log, one audited
+run), ``remember`` through ingest's validation and audited write (one block as a JSONL
+record, embedded at once), ``feedback`` as ``memvault feedback``, ``asof`` as
+``memvault asof``. Input that is refused raises :class:`MemvaultError` and writes nothing.
+Searches are served one at a time on one connection (a connection is not shared by
+threads); writes go through the :class:`~memvault.serve.writer.ServeWriter` (the durable
+queue, its own connection).
 
-A recall is answered before its write: the write is queued to a
-:class:`~memvault.serve.writer.RecallWriter` (its own connection and thread, group
-commits), unless ``MEMVAULT_SERVE_RECALL_LOG=inline`` asks to write it before answering.
-``feedback`` on a recall waits for that recall's write; :meth:`MemoryService.close`
-writes everything still queued.
+On a DuckDB file the server holds the file only while nobody else asks for it
+(:meth:`MemoryService.release`, see :mod:`memvault.serve.writer`): the night's jobs and the
+owner's commands run while an agent is connected, and the server answers from its
+in-memory copy meanwhile.
+
+A recall is answered before its log is written: the log is queued (durable at once) and
+applied by the writer's thread, unless ``MEMVAULT_SERVE_RECALL_LOG=inline`` asks to apply
+it before answering. ``feedback`` on a recall waits for that recall's log;
+:meth:`MemoryService.close` applies everything still queued.
 """
 
 from __future__ import annotations
@@ -23,23 +28,22 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
 from typing import Any
 
 from memvault.errors import IngestError, MemvaultError
 from memvault.normalize import iso, utcnow
-from memvault.recall import feedback as give_feedback
 from memvault.recall import recaller_for
-from memvault.recall.log import write_recall
+from memvault.recall.feedback import ACCEPTED, BOOSTS, VERDICTS
 from memvault.recall.recaller import Recaller
-from memvault.serve.writer import RecallWriter
+from memvault.serve.apply import REMEMBER_SOURCE, Refused, remembered_id
+from memvault.serve.queue import WriteQueue
+from memvault.serve.writer import ServeWriter
 from memvault.store import Store
+from memvault.store.store import new_run_id
 
 #: The most hits one recall returns.
 MAX_LIMIT = 100
-#: Where remembered memories say they came from (the ingest run's source).
-REMEMBER_SOURCE = "mcp:remember"
 #: The tool's argument names for the record fields a refusal may name.
 _FIELD_NAMES = (("created_at", "occurred_at"), ("role", "speaker"))
 #: How recalls are written: ``queued`` (after the answer, by the writer) or ``inline``.
@@ -59,26 +63,36 @@ class MemoryService:
     """The read and write path of one open store, for a long-lived process."""
 
     def __init__(
-        self, store: Store, recaller: Recaller | None = None, *, queued: bool | None = None
+        self,
+        store: Store,
+        recaller: Recaller | None = None,
+        *,
+        queued: bool | None = None,
+        queue: WriteQueue | None = None,
+        hold_off: float | None = None,
     ) -> None:
         self.store = store
         self.recaller = recaller or recaller_for(store)
+        #: The reading connection and the index: one search at a time.
         self._lock = threading.Lock()
-        queued = queued_recall_log() if queued is None else queued
-        #: Writes the answered recalls on a second connection (None: written inline).
-        self.writer = RecallWriter(store.twin()) if queued else None
+        self.queued = queued_recall_log() if queued is None else queued
+        self.writer = ServeWriter(
+            store.twin(),
+            queue if queue is not None else WriteQueue.for_store(store.url),
+            read_lock=self._lock,
+            embedder=lambda: self.recaller.embedder,
+            on_change=self.recaller.mark_stale,
+            hold_off=hold_off,
+        )
 
     def close(self) -> None:
-        """Write the recalls still queued and close the writer's connection (the store
-        itself is the caller's)."""
-        if self.writer is not None:
-            self.writer.close()
+        """Apply what is still queued and close the writer (the store itself is the
+        caller's)."""
+        self.writer.close()
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """The store to this call alone, and no recall log batch written meanwhile."""
-        with self._lock, self.writer.write_lock if self.writer else nullcontext():
-            yield
+    def release(self) -> dict[str, Any]:
+        """Let go of a DuckDB file for another process (see :mod:`memvault.serve.writer`)."""
+        return self.writer.release()
 
     def warm(self) -> dict[str, Any]:
         """Build the search index now (and load the embedder when the store has vectors),
@@ -98,15 +112,13 @@ class MemoryService:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise MemvaultError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
         with self._lock:
-            if self.writer is None:
-                result = self.recaller.recall(self.store, query, limit=limit, session_id=session_id)  # fmt: skip
-            else:
-                now = utcnow()
-                result = self.recaller.recall(
-                    self.store, query, limit=limit, session_id=session_id, now=now, record=False
-                )
-                if not self.writer.submit(result, session_id, now):  # in the order answered
-                    write_recall(self.store, result, session_id, now)  # the server is stopping
+            now = utcnow()
+            result = self.recaller.recall(
+                self.store, query, limit=limit, session_id=session_id, now=now, record=False
+            )
+            self.writer.submit_recall(result, session_id, now)  # in the order answered
+        if not self.queued:
+            self.writer.wait_for(result.recall_id)
         return result.as_dict()
 
     def remember(
@@ -116,8 +128,9 @@ class MemoryService:
         session_id: str | None = None,
         occurred_at: str | None = None,
     ) -> dict[str, Any]:
-        """Write one memory through ingest (validated, one audited run); returns its block id."""
-        from memvault.ingest import ingest_records, read_jsonl
+        """Write one memory through ingest (validated, one audited run) with its vector;
+        returns its block id. The same text remembered again is the same memory."""
+        from memvault.ingest import read_jsonl
 
         _text(text, "text")
         for value, name in ((speaker, "speaker"), (session_id, "session_id"), (occurred_at, "occurred_at")):  # fmt: skip
@@ -141,23 +154,22 @@ class MemoryService:
             lines.append({"type": "session", "id": session_id, "source": "mcp", "started_at": block["created_at"]})  # fmt: skip
         lines.append(block)
         raw = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-        with self._writing():
+        try:  # checked before it is queued: a bad time or an empty text never waits there
+            read_jsonl(io.BytesIO(raw.encode("utf-8")), REMEMBER_SOURCE)
+        except IngestError as exc:
+            raise MemvaultError(_refusal(exc.problems[0].message if exc.problems else str(exc))) from None  # fmt: skip
+        with self.writer.write_lock:  # the id is chosen against what the writer sees
+            block["id"] = remembered_id(text)
+            if _inactive(self.writer.store, block["id"]):
+                block["id"] = remembered_id(text, taken=True, created_at=block["created_at"])
             try:
-                items = read_jsonl(io.BytesIO(raw.encode("utf-8")), REMEMBER_SOURCE)
-                written = items[-1].record
-                if session_id is not None and _session_exists(self.store, session_id):
-                    items = items[-1:]
-                report = ingest_records(self.store, items, source=REMEMBER_SOURCE)
-            except IngestError as exc:
-                raise MemvaultError(_refusal(exc)) from None
-            self.recaller.mark_stale()
-        block_id = str(written.id)  # type: ignore[attr-defined]
-        return {
-            "block_id": block_id,
-            "run_id": report.run_id,
-            "written": bool(report.inserted.get("block")),
-            "parts": _parts(self.store, block_id) if report.split_blocks else 1,
-        }
+                result = self.writer.write(
+                    "remember", new_run_id("ingest"), {"block_id": block["id"], "lines": lines}
+                )
+            except Refused as exc:
+                raise MemvaultError(_refusal(str(exc))) from None
+        self.recaller.mark_stale()
+        return result
 
     def feedback(
         self,
@@ -171,12 +183,19 @@ class MemoryService:
         _text(verdict, "verdict")
         _optional_text(block_id, "block_id")
         _optional_text(note, "note")
-        if self.writer is not None:
-            self.writer.wait_for(recall_id)  # a recall just answered may not be written yet
-        with self._writing():
-            report = give_feedback(self.store, recall_id, verdict, block_id=block_id, note=note)
-            self.recaller.mark_stale()  # the blocks' feedback ranks the next recall
-        return report.as_dict()
+        word = verdict.strip().lower()
+        if word not in VERDICTS and word not in BOOSTS:
+            raise MemvaultError(f"unknown verdict {verdict!r}: use {ACCEPTED}")
+        self.writer.wait_for(recall_id)  # a recall just answered may not be written yet
+        args = {"recall_id": recall_id, "verdict": verdict, "block_id": block_id, "note": note}
+        try:
+            report = self.writer.write(
+                "feedback", new_run_id("feedback"), args | {"at": iso(utcnow())}
+            )
+        except Refused as exc:
+            raise MemvaultError(str(exc)) from None
+        self.recaller.mark_stale()  # the blocks' feedback ranks the next recall
+        return report
 
     def asof(
         self,
@@ -225,21 +244,14 @@ def _optional_text(value: Any, name: str) -> None:
         _text(value, name)
 
 
-def _session_exists(store: Store, session_id: str) -> bool:
-    return bool(store.fetch("SELECT 1 FROM sessions WHERE id = :id", {"id": session_id}))
+def _inactive(store: Store, block_id: str) -> bool:
+    """Whether a block of this id exists and is no longer active (undone, archived)."""
+    rows = store.fetch("SELECT status FROM blocks WHERE id = :id", {"id": block_id})
+    return bool(rows) and rows[0][0] != "active"
 
 
-def _parts(store: Store, block_id: str) -> int:
-    """How many blocks the memory became (a text past the block size is split, not cut)."""
-    rows = store.fetch(
-        "SELECT count(*) FROM blocks WHERE id = :id OR parent_id = :id", {"id": block_id}
-    )
-    return int(rows[0][0]) if rows else 1
-
-
-def _refusal(exc: IngestError) -> str:
+def _refusal(message: str) -> str:
     """Ingest's first problem, in the tool's words (its argument names, no line number)."""
-    message = exc.problems[0].message if exc.problems else str(exc)
     for field, argument in _FIELD_NAMES:
         message = re.sub(rf"\b{field}\b", argument, message)
     return f"not remembered: {message}; nothing was written"

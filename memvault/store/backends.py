@@ -7,14 +7,15 @@ connection handling) stay here.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import polars as pl
@@ -23,6 +24,7 @@ from memvault.errors import StoreError
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+T = TypeVar("T")
 
 
 def sql_literal(text: str) -> str:
@@ -54,6 +56,62 @@ def lock_timeout() -> float:
         return max(0.0, float(value))
     except ValueError:
         raise StoreError(f"MEMVAULT_LOCK_TIMEOUT={value!r} is not a number of seconds") from None
+
+
+#: Seconds between two requests to a running ``memvault serve`` to let go of a DuckDB file.
+RELEASE_ASK_EVERY = 1.0
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    """Whether a DuckDB error says another process holds the file's lock."""
+    return "lock" in str(exc).lower()
+
+
+def while_locked(url: str, path: str, attempt: Callable[[], T]) -> T:
+    """``attempt()`` (an open of the DuckDB file at ``path``), tried again while another
+    process holds the file, for at most ``MEMVAULT_LOCK_TIMEOUT`` seconds (default 30), then
+    a :class:`StoreError` that says who holds it.
+
+    A running ``memvault serve`` holds the file between its calls; it lets go when asked
+    (it answers from memory meanwhile), so each conflict asks it to, at most once a second.
+    Every process that opens the store goes through here: each nightly job's step, the
+    collector, and the owner's ``status``, ``export``, ``runs`` or ``undo``."""
+    import duckdb
+
+    timeout = lock_timeout()
+    deadline = time.monotonic() + timeout
+    pause, asked = 0.02, float("-inf")
+    while True:
+        try:
+            return attempt()
+        except duckdb.IOException as exc:
+            if not is_lock_conflict(exc):
+                raise StoreError(f"cannot open {path}: {exc}") from exc
+            holder = re.search(r"\(PID (\d+)\)", str(exc))
+            now = time.monotonic()
+            if now - asked >= RELEASE_ASK_EVERY and (holder is None or int(holder.group(1)) != os.getpid()):  # fmt: skip
+                asked = now
+                _ask_server_to_let_go(url)
+            if time.monotonic() + pause > deadline:
+                who = f" (PID {holder.group(1)})" if holder else ""
+                raise StoreError(
+                    f"{path} is locked by another process{who} (a DuckDB file has one "
+                    f"writer at a time); waited {timeout:g} s (MEMVAULT_LOCK_TIMEOUT): "
+                    "let it finish, or stop it"
+                ) from exc
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
+def _ask_server_to_let_go(url: str) -> None:
+    """Ask the ``memvault serve`` of ``url``, if one runs, to let go of the file (best effort:
+    no server, or one that does not answer, changes nothing here)."""
+    try:
+        from memvault.serve.client import request_release
+
+        request_release(url)
+    except Exception:  # the open is tried again either way
+        return
 
 
 def ident(name: str) -> str:
@@ -160,34 +218,15 @@ class DuckDBBackend(_BulkInsert):
         self.path = path
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.con = self._connect(path, read_only)
+        self.con = self._connect(url, path, read_only)
         self._depth = 0
 
     @staticmethod
-    def _connect(path: str, read_only: bool) -> Any:
-        """Open the file, waiting a while (``MEMVAULT_LOCK_TIMEOUT`` seconds, default 30) when
-        another process holds it, then failing with a message that says so."""
+    def _connect(url: str, path: str, read_only: bool) -> Any:
+        """Open the file, waiting while another process holds it (see :func:`while_locked`)."""
         import duckdb
 
-        timeout = lock_timeout()
-        deadline = time.monotonic() + timeout
-        pause = 0.05
-        while True:
-            try:
-                return duckdb.connect(path, read_only=read_only)
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
-                    raise StoreError(f"cannot open {path}: {exc}") from exc
-                if time.monotonic() + pause > deadline:
-                    holder = re.search(r"\(PID (\d+)\)", str(exc))
-                    who = f" (PID {holder.group(1)})" if holder else ""
-                    raise StoreError(
-                        f"{path} is locked by another process{who} (a DuckDB file has one "
-                        f"writer at a time); waited {timeout:g} s (MEMVAULT_LOCK_TIMEOUT): "
-                        "let it finish, or stop it"
-                    ) from exc
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
+        return while_locked(url, path, lambda: duckdb.connect(path, read_only=read_only))
 
     @staticmethod
     def _sql(sql: str) -> str:
@@ -249,7 +288,14 @@ class DuckDBBackend(_BulkInsert):
             self.con.execute("ROLLBACK")
             raise
         else:
-            self.con.execute("COMMIT")
+            try:
+                self.con.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT leaves the transaction open (aborted): end it, or every
+                # later statement on this connection fails too.
+                with contextlib.suppress(Exception):
+                    self.con.execute("ROLLBACK")
+                raise
         finally:
             self._depth = 0
 
@@ -428,14 +474,21 @@ def store_exists(url: str) -> bool:
     return True  # an unknown scheme: opening it says what is wrong
 
 
-def connect(url: str, *, read_only: bool = False) -> Backend:
-    """Open the backend a store URL names."""
+def connect(url: str, *, read_only: bool = False, detachable: bool = False) -> Backend:
+    """Open the backend a store URL names. ``detachable``: a DuckDB file is held so that it
+    can be let go of and taken back (:mod:`memvault.store.attached`, what ``memvault serve``
+    uses); other stores open as usual."""
     scheme = url.split(":", 1)[0].lower()
     if scheme == "duckdb":
         # duckdb:///abs/path.duckdb, duckdb://relative/path.duckdb, duckdb:relative.duckdb, duckdb:///:memory:
         path = url[len("duckdb://") :] if url.startswith("duckdb://") else url[len("duckdb:") :]
         if path in ("", "/:memory:", ":memory:"):
             path = ":memory:"
+        if detachable and not read_only and path != ":memory:":
+            from memvault.store.attached import AttachedBackend
+
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            return AttachedBackend(url, path)
         return DuckDBBackend(url, path, read_only=read_only)
     if scheme in ("postgresql", "postgres"):
         return PostgresBackend(url)

@@ -54,8 +54,12 @@ class Store:
     # -- lifecycle ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str, *, read_only: bool = False, migrate: bool = True) -> Store:
-        store = cls(connect(url, read_only=read_only))
+    def open(
+        cls, url: str, *, read_only: bool = False, migrate: bool = True, detachable: bool = False
+    ) -> Store:
+        """Connect (and migrate). ``detachable``: a DuckDB file is held only while no other
+        process asks for it (see :mod:`memvault.store.attached`)."""
+        store = cls(connect(url, read_only=read_only, detachable=detachable))
         if migrate and not read_only:
             store.migrate()
         return store

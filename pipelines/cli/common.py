@@ -176,27 +176,10 @@ def chosen_owner(owner: str | None = None) -> str | None:
 
 @contextmanager
 def opened(store: str | None, owner: str | None = None) -> Iterator[Store]:
-    url = chosen_store(store, owner)
-    refuse_if_served(url)
-    with memvault.open(url) as handle:
+    # A running `memvault serve` lets go of a DuckDB file when asked (memvault.store.backends
+    # asks it), so a command opens the store while an agent is connected.
+    with memvault.open(chosen_store(store, owner)) as handle:
         yield handle
-
-
-def refuse_if_served(url: str) -> None:
-    """A DuckDB file that a running ``memvault serve`` holds cannot be opened here (one
-    writer at a time): say so at once, instead of waiting out the lock."""
-    from memvault.serve import discovery
-
-    path = discovery.duckdb_path(url)
-    if path is None:
-        return
-    holder = discovery.read(url)
-    if holder is not None and holder.pid != os.getpid():
-        raise MemvaultError(
-            f"{path} is held by `memvault serve`, {holder.describe()}; a DuckDB file has one "
-            "writer at a time. `memvault recall` and `memvault feedback` go through the "
-            f"server; for this command stop it first (Ctrl-C, or kill {holder.pid})"
-        )
 
 
 def emit_json(payload: Any) -> None:

@@ -1,4 +1,4 @@
-"""`memvault serve` answers a recall first and writes it just after (the recall log writer):
+"""`memvault serve` answers a recall first and writes it just after (the server's writer):
 each recall still gets its recall_log row, the blocks' access and audit rows under its own
 run id, in the order answered; undo by recall id works; feedback right after a recall sees
 it; closing the server writes what is queued. On DuckDB and PostgreSQL."""
@@ -14,9 +14,11 @@ import pytest
 
 from memvault.normalize import utcnow
 from memvault.recall import recaller_for
-from memvault.recall.log import PendingRecall, write_recalls
+from memvault.recall.log import write_recalls
+from memvault.serve import writer as writer_module
+from memvault.serve.apply import apply_recalls
+from memvault.serve.queue import Entry, WriteQueue
 from memvault.serve.service import MemoryService, queued_recall_log
-from memvault.serve.writer import RecallWriter
 from memvault.store import Store
 from memvault.store.audit import undo_run
 from tests.recall_support import fill
@@ -31,6 +33,20 @@ def filled(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sto
     return store
 
 
+def _service(store: Store, tmp_path: Path, **options: object) -> MemoryService:
+    return MemoryService(store, queue=WriteQueue(tmp_path / "queue.jsonl"), **options)  # type: ignore[arg-type]
+
+
+def _slowed(monkeypatch: pytest.MonkeyPatch, release: threading.Event, wait: float) -> None:
+    """The writer's recall logs wait for ``release`` (at most ``wait`` seconds)."""
+
+    def slow(store: Store, entries: list[Entry]) -> None:
+        release.wait(wait)
+        apply_recalls(store, entries)
+
+    monkeypatch.setattr(writer_module, "apply_recalls", slow)
+
+
 def _access(store: Store, block_id: str) -> int:
     return int(store.fetch("SELECT access_count FROM blocks WHERE id = :id", {"id": block_id})[0][0])  # fmt: skip
 
@@ -43,9 +59,11 @@ def _audit(store: Store, run_id: str) -> list[tuple[str, str, str | None]]:
     return [(str(t), str(i), b) for t, i, b in rows]
 
 
-def test_queued_recalls_are_written_in_order_each_its_own_undoable_run(filled: Store) -> None:
+def test_queued_recalls_are_written_in_order_each_its_own_undoable_run(
+    filled: Store, tmp_path: Path
+) -> None:
     before = _access(filled, "b_quill_status")
-    service = MemoryService(filled, queued=True)
+    service = _service(filled, tmp_path, queued=True)
     try:
         answers = [service.recall(QUERY, limit=3) for _ in range(3)]
     finally:
@@ -71,15 +89,12 @@ def test_queued_recalls_are_written_in_order_each_its_own_undoable_run(filled: S
         assert not filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": rid})
 
 
-def test_feedback_right_after_a_recall_waits_for_its_write(filled: Store) -> None:
+def test_feedback_right_after_a_recall_waits_for_its_write(
+    filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     release = threading.Event()
-
-    def slow(store: Store, batch: list[PendingRecall]) -> None:
-        release.wait(10)
-        write_recalls(store, batch)
-
-    service = MemoryService(filled, queued=False)
-    service.writer = RecallWriter(filled.twin(), write=slow)
+    _slowed(monkeypatch, release, 10)
+    service = _service(filled, tmp_path, queued=True)
     try:
         found = service.recall(QUERY, limit=3)
         assert service.writer.pending() == 1  # answered, not written yet
@@ -95,15 +110,12 @@ def test_feedback_right_after_a_recall_waits_for_its_write(filled: Store) -> Non
     assert verdict == [("CORRECT",)]
 
 
-def test_closing_writes_every_recall_still_queued(filled: Store) -> None:
+def test_closing_writes_every_recall_still_queued(
+    filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     release = threading.Event()
-
-    def slow(store: Store, batch: list[PendingRecall]) -> None:
-        release.wait(0.5)
-        write_recalls(store, batch)
-
-    service = MemoryService(filled, queued=False)
-    service.writer = RecallWriter(filled.twin(), write=slow)
+    _slowed(monkeypatch, release, 0.5)
+    service = _service(filled, tmp_path, queued=True)
     answers = [service.recall(QUERY, limit=2) for _ in range(5)]
     assert service.writer.pending() >= 4
     service.close()
@@ -111,6 +123,7 @@ def test_closing_writes_every_recall_still_queued(filled: Store) -> None:
     assert {r[0] for r in filled.fetch("SELECT id FROM recall_log")} == ids
     assert {r[0] for r in filled.fetch("SELECT id FROM runs WHERE kind = 'recall'")} == ids
     assert service.writer.written == 5 and service.writer.batches <= 2  # the queue, grouped
+    assert not WriteQueue(tmp_path / "queue.jsonl").pending()  # nothing left waiting
 
 
 def test_one_transaction_writes_many_recalls_and_undo_takes_back_one(filled: Store) -> None:
@@ -128,24 +141,29 @@ def test_one_transaction_writes_many_recalls_and_undo_takes_back_one(filled: Sto
     assert _access(filled, "b_quill_status") == before + 1
 
 
-def test_a_failed_write_costs_that_recall_its_log_only(filled: Store) -> None:
+def test_a_failed_write_costs_that_recall_its_log_only(
+    filled: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     said: list[str] = []
-    recaller = recaller_for(filled)
 
-    def picky(store: Store, batch: list[PendingRecall]) -> None:
-        if any(r.query == "boom" for r, _, _ in batch):
+    def picky(store: Store, entries: list[Entry]) -> None:
+        if any(e.args["query"] == "boom" for e in entries):
             raise RuntimeError("disk on fire")
-        write_recalls(store, batch)
+        apply_recalls(store, entries)
 
-    writer = RecallWriter(filled.twin(), write=picky, warn=said.append)
-    good = recaller.recall(filled, QUERY, limit=2, record=False)
-    bad = recaller.recall(filled, "boom", limit=2, record=False)
-    with writer.write_lock:  # both queued before the first write: one batch, then one by one
-        writer.submit(good, None, utcnow())
-        writer.submit(bad, None, utcnow())
-    writer.close()
-    assert filled.fetch("SELECT id FROM recall_log") == [(good.recall_id,)]
-    assert len(said) == 1 and bad.recall_id in said[0] and "disk on fire" in said[0]
+    monkeypatch.setattr(writer_module, "apply_recalls", picky)
+    service = _service(filled, tmp_path, queued=True)
+    service.writer._warn = said.append
+    # Both queued before the first write: one batch, then one by one.
+    with service.writer.write_lock:
+        good = service.recall(QUERY, limit=2)
+        bad = service.recall("boom", limit=2)
+    service.close()
+    assert filled.fetch("SELECT id FROM recall_log") == [(good["recall_id"],)]
+    assert any(bad["recall_id"] in line and "disk on fire" in line for line in said), said
+    kept = (tmp_path / "queue.jsonl.refused").read_text().splitlines()  # set aside, not lost
+    assert len(kept) == 1 and json.loads(kept[0])["run_id"] == bad["recall_id"]
+    assert service.writer.queue.refused == 1
 
 
 def test_the_setting_says_queued_or_inline() -> None:
@@ -177,23 +195,26 @@ def test_the_audit_images_are_the_rows_before_and_after(filled: Store) -> None:
     assert rows_after["access_count"].to_list() == [c + 1 for c in rows_before["access_count"]]
 
 
-def test_a_recall_answered_while_the_server_stops_is_written_before_it_answers(
-    filled: Store,
+def test_inline_applies_the_recall_before_it_answers(filled: Store, tmp_path: Path) -> None:
+    service = _service(filled, tmp_path, queued=False)
+    try:
+        found = service.recall(QUERY, limit=2)
+        assert service.writer.pending() == 0
+        assert filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": found["recall_id"]})
+    finally:
+        service.close()
+
+
+def test_the_owners_plus_ranks_the_next_recall_of_the_same_server(
+    filled: Store, tmp_path: Path
 ) -> None:
-    service = MemoryService(filled, queued=True)
-    assert service.writer is not None
-    service.writer.close()  # a late request, after the writer was closed
-    found = service.recall(QUERY, limit=2)
-    assert filled.fetch("SELECT 1 FROM recall_log WHERE id = :id", {"id": found["recall_id"]})
-
-
-def test_the_owners_plus_ranks_the_next_recall_of_the_same_server(filled: Store) -> None:
     """The server keeps the blocks' feedback in memory with its index; a + it records itself
     counts at once, however long the index is otherwise trusted."""
     from memvault.embed import HashingEmbedder
     from memvault.recall.recaller import Recaller
 
-    service = MemoryService(filled, Recaller(HashingEmbedder(), refresh_seconds=3600), queued=False)  # fmt: skip
+    recaller = Recaller(HashingEmbedder(), refresh_seconds=3600)
+    service = MemoryService(filled, recaller, queued=False, queue=WriteQueue(tmp_path / "q.jsonl"))
     try:
         first = service.recall(QUERY, limit=5)
         ranked = [(h["block_id"], h["score"]) for h in first["results"]]
