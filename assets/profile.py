@@ -78,9 +78,14 @@ DAILY_PARTITIONS = dg.DailyPartitionsDefinition(
 BACKFILL = dg.BackfillPolicy.multi_run(max_partitions_per_run=SETTINGS.batch_days)
 
 
+def day_of(key: str) -> str:
+    """The day of a partition key: the key, or the day of an owner's ``DAY|OWNER`` (many owners)."""
+    return key.split("|", 1)[0]
+
+
 def partition_days(context: dg.AssetExecutionContext) -> list[dt.date]:
     """The days this run covers (one partition, or a range from a backfill)."""
-    return [dt.date.fromisoformat(key) for key in context.partition_keys]
+    return [dt.date.fromisoformat(day_of(key)) for key in context.partition_keys]
 
 
 @contextmanager
@@ -112,11 +117,12 @@ def _each_day(
 ) -> None:
     """Each day's partition gets that day's figures, not the batch's."""
     shown = {row["day"]: figures(row, written) for row in rows.iter_rows(named=True)}
+    keys = {day_of(key): key for key in context.partition_keys}
     for day in days:
         day_figures = shown.get(day, {"day": day.isoformat(), "row": "not written"})
         if "page" in day_figures:
             day_figures["page"] = dg.MetadataValue.md(day_figures["page"])
-        context.add_asset_metadata(day_figures, partition_key=day.isoformat())
+        context.add_asset_metadata(day_figures, partition_key=keys[day.isoformat()])
 
 
 def _batch(days: list[dt.date], run_id: str, started: float, **extra: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -224,3 +224,31 @@ def owner_store(owner: str | None) -> str | None:
     if owner is None:
         return None
     return Registry().get(owner).store
+
+
+#: The run tags Dagster gives a partitioned run (one partition, a multi-partition's owner
+#: dimension, or the two ends of a range).
+_PARTITION_TAG = "dagster/partition"
+_OWNER_DIMENSION_TAG = "dagster/partition/owner"
+_RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
+
+
+def _owner_in(key: str) -> str:
+    """The owner in a partition key: the key itself, or the owner of ``DAY|OWNER``."""
+    return key.rsplit("|", 1)[-1]
+
+
+def run_owner(tags: Mapping[str, str]) -> str | None:
+    """The owner a Dagster run's partition tags name (None: an unpartitioned run). A range
+    over two owners is refused: a run tends one owner's store."""
+    if _OWNER_DIMENSION_TAG in tags:
+        return check_name(tags[_OWNER_DIMENSION_TAG])
+    if _PARTITION_TAG in tags:
+        return check_name(_owner_in(tags[_PARTITION_TAG]))
+    ends = [tags[t] for t in _RANGE_TAGS if t in tags]
+    if not ends:
+        return None
+    owners = {_owner_in(k) for k in ends}
+    if len(owners) != 1:
+        raise OwnerError(f"a run spans owners {sorted(owners)}: a run tends one owner's store")
+    return check_name(owners.pop())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dagster as dg
 
 from assets import collector, dream, gardener, layers, lifecycle, lint, profile, read_path
+from memvault.owners import multi_owner
+from pipelines.owners import owner_definitions
 from resources import (
     CollectorSourcesResource,
     DreamResource,
@@ -59,7 +61,7 @@ executor = dg.multiprocess_executor.configured(
     name="multiprocess_forkserver",
 )
 
-defs = dg.Definitions.merge(
+single_owner_defs = dg.Definitions.merge(
     *(track.defs for track in TRACKS),
     dg.Definitions(
         sensors=[automation_sensor],
@@ -67,3 +69,7 @@ defs = dg.Definitions.merge(
         executor=executor,
     ),
 )
+
+#: Many owners (an owners registry exists, see ``memvault owners``): every nightly asset
+#: partitioned by owner; else the single-owner code location, unchanged.
+defs = owner_definitions(single_owner_defs) if multi_owner() else single_owner_defs

@@ -65,7 +65,7 @@ class GardenerResource(dg.ConfigurableResource):
 
     def urls(self, store: StoreResource) -> list[str]:
         """The stores tended, in order: the memvault store first (when tended), then the rest."""
-        return [*([store.url] if self.tend_store else []), *self.extra_stores]
+        return [*([store.resolved_url] if self.tend_store else []), *self.extra_stores]
 
     @contextmanager
     def open(self, store: StoreResource) -> Iterator[tuple[Ledger, list[GardenStore]]]:
@@ -87,7 +87,7 @@ class GardenerResource(dg.ConfigurableResource):
             if own is not None and self.ledger_url is None:
                 ledger = Ledger(own.store)
             else:
-                handle = memvault.open(self.ledger_url or store.url)
+                handle = memvault.open(self.ledger_url or store.resolved_url)
                 stack.callback(handle.close)
                 ledger = Ledger(handle)
             yield ledger, adapters

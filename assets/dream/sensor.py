@@ -47,11 +47,21 @@ class GateInputs:
         return max(0, (self.sessions_total or 0) - self.sessions_at_last_dream)
 
 
-def _latest_metadata(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, object]:
-    event = instance.get_latest_materialization_event(key)
-    if event is None or event.asset_materialization is None:
+def _records(key: dg.AssetKey, partition: str | None) -> dg.AssetKey | dg.AssetRecordsFilter:
+    """All of an asset's materializations, or one partition's (an owner's)."""
+    if partition is None:
+        return key
+    return dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition])
+
+
+def _latest_metadata(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None
+) -> dict[str, object]:
+    found = instance.fetch_materializations(_records(key, partition), limit=1).records
+    materialization = found[0].asset_materialization if found else None
+    if materialization is None:
         return {}
-    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+    return {k: v.value for k, v in materialization.metadata.items()}
 
 
 #: How many dream_prune materializations back the sensor looks for the last real dream's
@@ -59,10 +69,10 @@ def _latest_metadata(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str
 DRY_RUNS_LOOKED_PAST = 50
 
 
-def _session_mark(instance: dg.DagsterInstance) -> object:
+def _session_mark(instance: dg.DagsterInstance, partition: str | None = None) -> object:
     """``sessions_total_at_last_dream`` of the latest real (not dry-run) dream: a dry run
     writes -1, and must not reset the count of sessions since the last real dream."""
-    found = instance.fetch_materializations(PRUNED, limit=DRY_RUNS_LOOKED_PAST)
+    found = instance.fetch_materializations(_records(PRUNED, partition), limit=DRY_RUNS_LOOKED_PAST)
     for record in found.records:
         materialization = record.asset_materialization
         mark = (
@@ -75,14 +85,15 @@ def _session_mark(instance: dg.DagsterInstance) -> object:
     return None
 
 
-def gate_inputs(instance: dg.DagsterInstance) -> GateInputs:
-    collected = _latest_metadata(instance, COLLECTED)
-    pruned = _latest_metadata(instance, PRUNED)
+def gate_inputs(instance: dg.DagsterInstance, partition: str | None = None) -> GateInputs:
+    """The gate's inputs from the instance: of the one store, or of one owner's partition."""
+    collected = _latest_metadata(instance, COLLECTED, partition)
+    pruned = _latest_metadata(instance, PRUNED, partition)
     last = pruned.get("last_dream_at")
     last_at = dt.datetime.fromtimestamp(last, dt.UTC) if isinstance(last, int | float) else None
     at_last = pruned.get("sessions_total_at_last_dream")
     if pruned.get("dry_run"):
-        at_last = _session_mark(instance)
+        at_last = _session_mark(instance, partition)
     total = collected.get("sessions_total")
     return GateInputs(
         last_dream_at=last_at,
