@@ -81,6 +81,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 #: the run ends when both processes do, not minutes after with one long file left.
 LONGEST_FIRST = (
     "tests/dagster/test_job_launch.py",
+    "tests/dagster/test_celery_owners.py",
     "tests/integration/test_ui.py",
     "tests/dagster/test_profile_backfill.py",
     "tests/integration/test_kills.py",

@@ -156,6 +156,7 @@ def _launch_all(job: str, owners: list[str]) -> dict[str, str]:
     return run_ids
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(1800)
 def test_a_night_of_four_owners_on_two_celery_workers(
     deployment: dict[str, str], workers: list[subprocess.Popen]
