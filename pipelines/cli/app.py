@@ -60,7 +60,8 @@ def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
         emit_json(info)
     else:
         out.print(
-            f"store ready: {info['store']} ({info['backend']}, schema v{info['schema_version']})"
+            f"store ready: {escape(str(info['store']))} ({info['backend']}, "
+            f"schema v{info['schema_version']})"
         )
 
 
@@ -125,7 +126,7 @@ def ingest(
                     claude_projects=root,
                     judge=make_judge(cache=StoreJudgeCache(handle)),
                     include_subagents=include_subagents,
-                    on_file=lambda path: spinner.update(f"importing {Path(path).name}"),
+                    on_file=lambda path: spinner.update(f"importing {escape(Path(path).name)}"),
                 )
             result: dict[str, Any] = report.as_dict()
             for _, problem in report.failures:
@@ -133,7 +134,7 @@ def ingest(
         elif from_format == "jsonl":
             size = Path(source).stat().st_size if source != "-" and Path(source).is_file() else None
             with byte_progress() as progress:
-                task = progress.add_task(f"ingest {Path(source).name}", total=size)
+                task = progress.add_task(f"ingest {escape(Path(source).name)}", total=size)
                 report_one = ingest_file(
                     handle, source, force=force, on_progress=lambda n: progress.advance(task, n)
                 )
@@ -219,9 +220,9 @@ def runs(
     for r in rows:
         table.add_row(
             f"{r['started_at']:%Y-%m-%d %H:%M:%S}",
-            r["id"],
-            r["kind"],
-            r["status"],
+            escape(r["id"]),
+            escape(r["kind"]),
+            escape(r["status"]),
             f"{r['changes']:,}",
         )
     out.print(table)
@@ -247,7 +248,9 @@ def undo(
     else:
         detail = ", ".join(f"{n} {t}" for t, n in report.restored.items())
         out.print(
-            f"undid {run_id}: restored {report.total} rows ({detail}); undo it with `memvault undo {report.undo_run_id}`"
+            f"undid {escape(run_id)}: restored {report.total} rows ({escape(detail)}); undo it "
+            f"with `memvault undo {report.undo_run_id}`",
+            highlight=False,
         )
 
 
@@ -354,7 +357,8 @@ def demo(
             "`memvault diary`, `memvault gaps`"
         )
     out.print(
-        f"open the UI: MEMVAULT_STORE={summary['store']} memvault ui   (then http://127.0.0.1:3000)"
+        f"open the UI: MEMVAULT_STORE={escape(summary['store'])} memvault ui   "
+        "(then http://127.0.0.1:3000)"
     )
     if profile.get("days"):
         out.print(
@@ -415,7 +419,10 @@ def ui(
         exe = shutil.which("dg") or exe
     env = os.environ | {"DAGSTER_HOME": str(dagster_home()), "MEMVAULT_STORE": chosen_store(store)}
     err.print(
-        f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, DAGSTER_HOME {env['DAGSTER_HOME']})"
+        escape(
+            f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, "
+            f"DAGSTER_HOME {env['DAGSTER_HOME']})"
+        )
     )
     code = subprocess.call(
         [exe, "dev", "-m", "pipelines.definitions", "--host", host, "--port", str(port)], env=env

@@ -16,6 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 import memvault
@@ -101,7 +102,8 @@ def run_demo(
 
         written = write_jsonl(counted(), history)
     console.print(
-        f"generated {written:,} records over {days} days ({sessions} sessions) → {history}"
+        f"generated {written:,} records over {days} days ({sessions} sessions) → "
+        f"{escape(str(history))}"
     )
 
     instance = persistent_instance()

@@ -215,6 +215,6 @@ def asof(
             f"{f.valid_at:%Y-%m-%d}" if f.valid_at else "?",
             f"{f.invalid_at:%Y-%m-%d}" if f.invalid_at else "",
             f"{f.known_since:%Y-%m-%d}",
-            f.status,
+            escape(f.status),
         )
     out.print(table)

@@ -47,10 +47,10 @@ def inbox(
     for item in items:
         table.add_row(
             f"{item['score']:.2f}",
-            item["kind"],
+            escape(str(item["kind"])),
             escape(str(item["explanation"])),
             f"{item['created_at']:%Y-%m-%d}",
-            item["status"],
+            escape(str(item["status"])),
         )
     out.print(table)
     if not show_all:

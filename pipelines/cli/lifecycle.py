@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import polars as pl
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from memvault.errors import MemvaultError
@@ -47,7 +48,7 @@ def tier(
     for column in ("tier", "before", "after"):
         table.add_column(column)
     for name, before in summary["tiers_before"].items():
-        table.add_row(name, str(before), str(summary["tiers_after"][name]))
+        table.add_row(escape(name), str(before), str(summary["tiers_after"][name]))
     out.print(table)
     edges = ", ".join(f"{edge} {n}" for edge, n in summary["by_edge"].items()) or "none"
     out.print(f"{summary['demotions']} demotion(s), {summary['promotions']} promotion(s): {edges}")
@@ -115,5 +116,5 @@ def usage(
     for column in columns:
         table.add_column(column.replace("_", " "))
     for record in records:
-        table.add_row(*(str(record.get(c)) for c in columns))
+        table.add_row(*(escape(str(record.get(c))) for c in columns))
     out.print(table)

@@ -180,8 +180,8 @@ def gaps(
     for r in rows:
         detail = r["detail"]
         table.add_row(
-            r["status"],
-            r["kind"],
+            escape(str(r["status"])),
+            escape(str(r["kind"])),
             escape(str(detail.get("entity") or r["query_signature"])),
             str(r["fail_count"] or ""),
             escape(str(detail.get("reason", ""))),

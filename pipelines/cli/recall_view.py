@@ -44,6 +44,7 @@ def print_recall(out: Console, result: dict[str, Any]) -> None:
     hits = result.get("results") or []
     for rank, hit in enumerate(hits, 1):
         tier = hit["tier"] if not hit.get("digest_kind") else f"{hit['tier']} ({hit['digest_kind']} digest)"  # fmt: skip
+        tier = escape(tier)
         if hit.get("original_archived"):  # found by the original, shown as its digest
             tier += "\noriginal archived"
         text = escape(_snippet(hit["text"]))
@@ -51,8 +52,9 @@ def print_recall(out: Console, result: dict[str, Any]) -> None:
             cites = escape(", ".join(hit.get("cites") or []))
             text = f"[magenta]insight:[/] {text} [dim](cites {cites})[/]"
         if hit.get("superseded_since"):  # what it states no longer holds
-            text = f"{text} [yellow](superseded since {str(hit['superseded_since'])[:10]})[/]"
-        table.add_row(str(rank), f"{hit['score']:.3f}", tier, text, hit["block_id"])
+            since = escape(str(hit["superseded_since"])[:10])
+            text = f"{text} [yellow](superseded since {since})[/]"
+        table.add_row(str(rank), f"{hit['score']:.3f}", tier, text, escape(hit["block_id"]))
     out.print(table if hits else "no memory matches this query")
     if any(h.get("original_archived") for h in hits):
         out.print("digests stand in for archived originals: memvault show BLOCK --original", highlight=False)  # fmt: skip
@@ -63,7 +65,7 @@ def print_recall(out: Console, result: dict[str, Any]) -> None:
             highlight=False,
         )
     out.print(
-        f"rate it: memvault feedback {result['recall_id']} correct|incorrect|ambiguous|+|-",
+        f"rate it: memvault feedback {escape(result['recall_id'])} correct|incorrect|ambiguous|+|-",
         highlight=False,
     )
 
@@ -73,10 +75,10 @@ def print_feedback(out: Console, report: dict[str, Any], verdict: str) -> bool:
     scores = report.get("feedback_scores") or {}
     if scores:
         shown = ", ".join(f"{b} → {s:+g}" for b, s in scores.items())
-        out.print(f"recorded {verdict} on {report['recall_id']}: feedback score {escape(shown)}", highlight=False)  # fmt: skip
+        out.print(f"recorded {escape(verdict)} on {escape(report['recall_id'])}: feedback score {escape(shown)}", highlight=False)  # fmt: skip
     elif not report.get("feedback_ids"):
         return False
     else:
         out.print(f"recorded verdict {escape(report['verdict'])} on {escape(report['recall_id'])}", highlight=False)  # fmt: skip
-    out.print(f"undo it with: memvault undo {report['run_id']}", highlight=False)
+    out.print(f"undo it with: memvault undo {escape(report['run_id'])}", highlight=False)
     return True

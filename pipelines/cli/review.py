@@ -90,7 +90,7 @@ def _list(store: str | None, statuses: tuple[str, ...], as_json: bool) -> None:
         common.emit_json([_item_json(i) for i in items])
         return
     if not items:
-        common.out.print(f"nothing {' or '.join(statuses)} in the review queue")
+        common.out.print(f"nothing {escape(' or '.join(statuses))} in the review queue")
         return
     for item in items:
         _print_id(item.id)

@@ -151,3 +151,31 @@ def test_a_superseded_memory_is_marked_in_the_table_and_the_json(
     code, out, err = _cli("recall", "where does Ada work", "--store", url)
     assert code == 0, err
     assert f"(superseded since {JOINED_NEW:%Y-%m-%d})" in out
+
+
+def test_ids_and_texts_are_printed_as_they_are_never_as_markup(url: str, tmp_path: Path) -> None:
+    """An ingested id is data: ``blk[/]x`` used to crash the table, ``[link=…]`` became a
+    terminal hyperlink."""
+    odd = ["blk[/]x", "[link=a]b[/link]", "[bold]c"]
+    lines = [
+        json.dumps(
+            {
+                "type": "block",
+                "id": block_id,
+                "text": f"zebra crossing note {n} [red]",
+                "created_at": "2026-11-01T10:00:00Z",
+            }
+        )
+        for n, block_id in enumerate(odd)
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    code, _, err = _cli("ingest", str(path), "--store", url)
+    assert code == 0, err
+    code, out, err = _cli("recall", "zebra crossing", "--store", url, "--limit", "5")
+    assert code == 0 and "Traceback" not in err, err
+    for block_id in odd:
+        assert block_id in out, out
+    assert "[red]" in out
+    code, out, err = _cli("show", "blk[/]x", "--store", url)
+    assert code == 0 and "blk[/]x" in out, err
