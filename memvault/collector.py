@@ -5,6 +5,11 @@ hash): JSONL interchange files dropped into the inbox, and Claude Code
 transcripts (a transcript that grew since is re-read; its old blocks keep
 their ids, so only the new ones are added). A bad file is reported and left
 where it is; it does not stop the others.
+
+What an LLM extracts from a transcript is checked against the blocks it rests on
+(:mod:`memvault.importers.enrich`): refused facts are counted, and facts the blocks do not
+clearly state wait in the review queue (written in the transcript's ingest run, so undoing
+it takes them back), never in the store.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 from memvault.errors import JudgeError, MemvaultError
 from memvault.extract import HeuristicExtractor
 from memvault.importers.claude_code import read_session_file, session_files
-from memvault.importers.enrich import REFUSALS, llm_records
+from memvault.importers.enrich import DOUBTS, REFUSALS, Doubt, llm_records, queue_doubts
 from memvault.ingest import Numbered, already_ingested, file_hash, ingest_file, ingest_records
 from memvault.judge import Judge
 from memvault.records import BlockRecord, Record, SessionRecord
@@ -36,6 +41,8 @@ class CollectReport:
     run_ids: list[str] = field(default_factory=list)
     #: What the LLM's extraction said that its memories do not, refused, by reason.
     llm_refused: Counter[str] = field(default_factory=Counter)
+    #: Facts the LLM extracted that their memories do not clearly state: queued for review.
+    llm_queued: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +54,7 @@ class CollectReport:
             "warnings": self.warnings,
             "run_ids": self.run_ids,
             "llm_refused": dict(self.llm_refused),
+            "llm_queued": dict(self.llm_queued),
         }
 
     def metadata(self) -> dict[str, Any]:
@@ -62,6 +70,7 @@ class CollectReport:
             "inserted": [{"record type": k, "added": n} for k, n in self.inserted.items()],
             "ingest_runs": [{"run id": r} for r in self.run_ids],
             **{f"llm_refused_{r}": self.llm_refused.get(r, 0) for r in REFUSALS},
+            **{f"llm_queued_{r}": self.llm_queued.get(r, 0) for r in DOUBTS},
         }
 
 
@@ -79,12 +88,14 @@ def transcript_records(
     *,
     include_subagents: bool = False,
     refused: Counter[str] | None = None,
+    doubts: list[Doubt] | None = None,
 ) -> tuple[list[Record], str | None]:
     """The records of one Claude Code transcript, enriched by the LLM when one is configured.
 
     Returns the records and, when the LLM failed, why: the transcript is then
     imported with the offline extractor's entities only. What the LLM extracted that its
-    memories do not say is refused and counted into ``refused``.
+    memories do not say is refused and counted into ``refused``; the facts they do not
+    clearly state are added to ``doubts`` (for review), not to the records.
     """
     imported = read_session_file(
         path, include_subagents=include_subagents, extractor=HeuristicExtractor()
@@ -101,6 +112,8 @@ def transcript_records(
             records += extraction.records
             if refused is not None:
                 refused.update(extraction.refused)
+            if doubts is not None:
+                doubts.extend(extraction.doubts)
         except JudgeError as exc:
             problem = f"{path}: LLM extraction failed, imported with offline entities only ({exc})"
     return _unique_by_id(records), problem
@@ -135,8 +148,13 @@ def collect(
             if path in jsonl:
                 result = ingest_file(store, path, digest=digest)
             else:
+                doubts: list[Doubt] = []
                 records, problem = transcript_records(
-                    path, judge, include_subagents=include_subagents, refused=report.llm_refused
+                    path,
+                    judge,
+                    include_subagents=include_subagents,
+                    refused=report.llm_refused,
+                    doubts=doubts,
                 )
                 if problem:
                     report.warnings.append(problem)
@@ -148,6 +166,8 @@ def collect(
                     source_hash=None if problem else digest,
                     size_bytes=path.stat().st_size,
                 )
+                if doubts and result.run_id:
+                    report.llm_queued.update(queue_doubts(store, doubts, result.run_id))
         except MemvaultError as exc:
             report.failures.append((str(path), str(exc)))
             continue

@@ -14,6 +14,11 @@ names, numbers and dates appear in them, with no instruction-like text
 (:mod:`memvault.grounded_text`). One that does not is refused and counted
 (``insights_refused``, by reason). A stored insight keeps what it cites in its tags
 (``cites:<block id>``), so recall can mark it and rank it below its sources.
+
+A knowledge gap the LLM names is checked too (:func:`supported_gaps`): a recall gap must be
+a failing signature the snapshot holds, a structural gap a central entity it lists, and
+its reason must say only what the snapshot says (no instruction, no name, number or word
+it does not hold). One that is not is refused and counted (``gaps_refused``, by reason).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.dream.orient import OrientStats, last_dream
 from memvault.errors import JudgeError
-from memvault.grounded_text import check
+from memvault.grounded_text import REASONS, check
 from memvault.ids import stable_id
 from memvault.judge.base import Judge
 from memvault.judge.tasks import JudgeTask
@@ -44,12 +49,15 @@ MAX_SOURCES = 24
 SOURCE_CHARS = 500
 #: Why an insight was refused: it cites nothing, cites a block that was not given or is no
 #: longer an active memory, or says what its sources do not (:mod:`memvault.grounded_text`).
-INSIGHT_REFUSALS: tuple[str, ...] = (
-    "no_sources",
-    "unknown_sources",
-    "instructions",
-    "unsupported_names",
-    "unsupported_numbers",
+INSIGHT_REFUSALS: tuple[str, ...] = ("no_sources", "unknown_sources", *REASONS)
+#: Why a gap was refused: its signature is no failing recall signature (or central entity)
+#: of the snapshot, or its reason says what the snapshot does not.
+GAP_REFUSALS: tuple[str, ...] = ("unknown_signature", *REASONS)
+#: Words a gap's reason may use besides the snapshot's own (how the rules word a gap).
+GAP_WORDING = (
+    "recall failed failing fails times question questions answer answered unanswered asked "
+    "central entity entities known unknown missing no fact facts gap gaps knowledge held hold "
+    "holds among most least nothing about"
 )
 
 
@@ -316,12 +324,18 @@ class ReflectResult:
     gaps_answered: int = 0
     #: LLM insights not stored, per reason (:data:`INSIGHT_REFUSALS`).
     refused_by: dict[str, int] = field(default_factory=dict)
+    #: LLM gaps not stored, per reason (:data:`GAP_REFUSALS`).
+    gaps_refused_by: dict[str, int] = field(default_factory=dict)
     #: Why the judge gave no reflection (the dream goes on without one).
     failure: str | None = None
 
     @property
     def insights_refused(self) -> int:
         return sum(self.refused_by.values())
+
+    @property
+    def gaps_refused(self) -> int:
+        return sum(self.gaps_refused_by.values())
 
 
 def dreamed_before(store: Store) -> bool:
@@ -369,6 +383,29 @@ def supported_insights(
     return kept
 
 
+def supported_gaps(
+    snapshot: StatisticsSnapshot, gaps: list[GapItem], refused_by: dict[str, int]
+) -> list[GapItem]:
+    """The gaps that rest on the snapshot: a recall gap names a failing signature it holds, a
+    structural gap a central entity it lists, and the reason says nothing the snapshot does
+    not (no instruction, no name, number or content word it lacks). The others are counted in
+    ``refused_by`` by reason."""
+    failing = {f.signature for f in snapshot.recall_failures}
+    central = {e.name for e in snapshot.central_entities}
+    said = [snapshot.model_dump_json(exclude={"sources"}), GAP_WORDING]
+    kept = []
+    for gap in gaps:
+        known = failing if gap.kind == "recall" else central
+        reason = (
+            "unknown_signature" if gap.signature not in known else check(gap.reason, said).reason
+        )
+        if reason is None:
+            kept.append(gap)
+        else:
+            refused_by[reason] = refused_by.get(reason, 0) + 1
+    return kept
+
+
 def reflect(
     store: Store,
     judge: Judge,
@@ -400,6 +437,7 @@ def reflect(
         result.insights = reply.insights[:max_insights]
     else:
         result.insights = supported_insights(store, snapshot, reply.insights, result.refused_by)
+        result.gaps = supported_gaps(snapshot, reply.gaps, result.gaps_refused_by)
         result.insights = result.insights[:max_insights]
     if dry_run:
         return result

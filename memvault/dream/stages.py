@@ -271,6 +271,7 @@ class Reflection:
             "insights_refused": r.insights_refused,
             **{f"insights_refused_{k}": int(r.refused_by.get(k, 0)) for k in INSIGHT_REFUSALS},
             "gaps": len(r.gaps),
+            "gaps_refused": r.gaps_refused,
             "gaps_opened": r.gaps_opened,
             "gaps_updated": r.gaps_updated,
             "reflection_kind": "statistical" if self.statistical else "llm",

@@ -7,11 +7,12 @@ ever invented from nothing. Pages are keyed by day, so a re-run rewrites the
 same row, and an LLM reply is cached in the store, so it costs no second call.
 
 An LLM's page is checked against the day's numbers before it is stored
-(:func:`memvault.grounded_text.check`: every name and number it holds must be in
-them, and no instruction-like text): a page that says more than the data — a
-person who was not there, a count that was not recorded, an instruction hidden
-in a memory and obeyed — is refused, counted by reason, and the labelled
-template page is written instead.
+(:func:`memvault.grounded_text.check`: every name, number and content word it holds must
+be in them, in any case, with no relation turned round and no instruction-like text): a
+page that says more than the data — a person who was not there, a count that was not
+recorded, an instruction hidden in a memory and obeyed — is refused, counted by reason,
+and the template page is written instead, labelled with why (:func:`refused_label`), so
+nobody reads it as a day without an LLM.
 """
 
 from __future__ import annotations
@@ -34,6 +35,18 @@ from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
 
 TEMPLATE_LABEL = "[template page: no LLM configured; written from the day's numbers]"
+
+
+#: The label of a template page written because the LLM gave no usable page.
+FAILED_LABEL = "[template page: the LLM failed; written from the day's numbers]"
+
+
+def refused_label(reason: str) -> str:
+    """The label of a template page written because the LLM's page was refused for ``reason``
+    (:data:`memvault.grounded_text.REASONS`; never the refused words themselves)."""
+    return f"[template page: the LLM's page was refused ({reason}); written from the day's numbers]"
+
+
 CONTENT = ["day", "text", "kind", "model", "source"]
 
 
@@ -84,11 +97,12 @@ def _names(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def template_page(request: DiaryRequest) -> DiaryPage:
-    """The page without an LLM: the same numbers, in fixed sentences, labelled."""
+def template_page(request: DiaryRequest, label: str = TEMPLATE_LABEL) -> DiaryPage:
+    """The page without an LLM's words: the same numbers, in fixed sentences, labelled with
+    why (no LLM configured, by default)."""
     a = request.activity
     lines = [
-        TEMPLATE_LABEL,
+        label,
         f"{a.get('sessions', 0)} session(s), {a.get('memories', 0)} memories, "
         f"{a.get('recalls', 0)} recall(s) ({a.get('recalls_failed', 0)} failed).",
     ]
@@ -178,11 +192,7 @@ class DiaryResult:
 def unsupported(page: DiaryPage, source: str) -> str | None:
     """Why an LLM's page says more than the day's numbers (``source``), or None: every name
     and number in it is in them, and it holds no instruction-like text."""
-    support = check(f"{page.title}\n{page.text}", [source])
-    if support.ok:
-        return None
-    found = support.instructions or support.unsupported_names or support.unsupported_numbers
-    return f"{support.reason}: {', '.join(found[:5])}"
+    return check(f"{page.title}\n{page.text}", [source]).problem
 
 
 def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str) -> DiaryResult:
@@ -222,12 +232,12 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
                 kind = "template" if judge.kind == "heuristic" else "llm"
             except JudgeError as exc:
                 failures.append(f"{request.day}: {exc}")
-                page, kind = template_page(request), "template"
+                page, kind = template_page(request, FAILED_LABEL), "template"
             if kind == "llm" and (why := unsupported(page, source)) is not None:
                 failures.append(f"{request.day}: the page was refused ({why})")
                 reason = why.split(":", 1)[0]
                 refused[reason] = refused.get(reason, 0) + 1
-                page, kind = template_page(request), "template"
+                page, kind = template_page(request, refused_label(reason)), "template"
             text = f"{page.title}\n{page.text}"
         kinds[kind] += 1
         rows.append(

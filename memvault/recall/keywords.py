@@ -15,17 +15,17 @@ from dataclasses import dataclass
 import bm25s
 import numpy as np
 import polars as pl
-import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 from scipy import sparse
 
 from memvault.recall.text import STOPWORDS
+from memvault.text_tokens import new_stemmer
 
 K1 = 1.2
 B = 0.75
 #: Words of two or more letters, and numbers of any length ("5 May 2023").
 TOKEN_PATTERN = r"(?u)\b(?:\w\w+|\d)\b"
-_STEMMER = Stemmer.Stemmer("english")
+_STEMMER = new_stemmer()
 #: Lucene's English stop words and the question words recall queries are full of.
 _STOP = sorted(STOPWORDS | set(STOPWORDS_EN))
 

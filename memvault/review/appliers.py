@@ -16,6 +16,8 @@
 * ``grounding`` — a new fact held because it breaks its predicate's definition:
   "correct" makes it a current fact (the person vouches for it), "wrong"
   invalidates it (kept, no longer believed).
+* ``extract`` — a fact an LLM extracted that its memory does not clearly state:
+  "correct" stores it, "wrong" leaves the store as it is.
 """
 
 from __future__ import annotations
@@ -122,8 +124,15 @@ def apply_attitude(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict
     return apply_approved(store, m, item.proposal)
 
 
+def apply_extract(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
+    from memvault.importers.enrich import apply_extracted
+
+    return apply_extracted(store, m, item, verdict)
+
+
 def register_all() -> None:
     register_applier("attitude", apply_attitude)
+    register_applier("extract", apply_extract)
     register_applier("conflict", apply_conflict)
     register_applier("garden", apply_garden)
     register_applier("grounding", apply_grounding)

@@ -320,6 +320,27 @@ def _attitude(store: Store, item: ReviewItem) -> Evidence:
     return _pair(current, proposed)
 
 
+def _extracted(store: Store, item: ReviewItem) -> Evidence:
+    """A doubted extracted fact beside the memory it was read from."""
+    fact = item.proposal.get("fact") or {}
+    block = item.proposal.get("block") or {}
+    valid = fact.get("valid_at")
+    proposed = Memory(
+        role="proposed fact",
+        table="proposal",
+        id=item.id,
+        text=f"{fact.get('subject')} {fact.get('predicate')} {fact.get('object')}",
+        subject=fact.get("subject"),
+        predicate=fact.get("predicate"),
+        object=fact.get("object"),
+        confidence=item.confidence,
+        valid_at=dt.datetime.fromisoformat(str(valid).rstrip("Z")) if valid else None,
+        source_block=block.get("id"),
+        source_text=_cut(block.get("text")),
+    )
+    return Evidence(memories=[proposed, _lookup(store, "blocks", item.target_id or "", "memory")])
+
+
 def evidence(store: Store, item: ReviewItem) -> Evidence:
     """The memories ``item`` is about, read from ``store`` now."""
     from memvault.review.intake import ARCHIVE_KIND, GROUNDING_KIND, MEMORY_KIND
@@ -334,6 +355,8 @@ def evidence(store: Store, item: ReviewItem) -> Evidence:
         return _garden(store, item)
     if item.prefix == "attitude":
         return _attitude(store, item)
+    if item.prefix == "extract":
+        return _extracted(store, item)
     if item.target_table and item.target_id:
         return Evidence(memories=[_lookup(store, item.target_table, item.target_id, "target")])
     return Evidence()

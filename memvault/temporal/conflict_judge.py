@@ -33,9 +33,11 @@ CORPORATE_SUFFIXES = frozenset(
      "plc", "gmbh", "ag", "sa"}
 )  # fmt: skip
 #: Generic words one wording may add to another without naming another thing
-#: ("stream processing systems" restates "stream processing"). Deliberately short: a word
-#: that narrows or changes the meaning (senior, principal, batch, not) is not here.
-QUALIFIERS = frozenset({"system", "topic", "field", "area", "general", "overall"})
+#: ("stream processing topics" restates "stream processing"). Deliberately short: a word
+#: that narrows or changes the meaning (senior, principal, batch, not) is not here, nor one
+#: that names another kind of thing ("stream processing systems" are software, not the
+#: field: two values).
+QUALIFIERS = frozenset({"topic", "field", "area", "general", "overall"})
 
 
 def _singular(token: str) -> str:
@@ -90,7 +92,7 @@ def merge_refusal(a: ConflictStatement, b: ConflictStatement) -> str | None:
     one wording is the other plus only generic words (:data:`QUALIFIERS`). Two different
     entities (different object ids) are never merged, whatever their names; for an entity
     its name and aliases count as its wordings. Anything else ("principal engineer" /
-    "staff engineer", "batch processing systems" / "stream processing") is two values: whatever
+    "staff engineer", "stream processing systems" / "stream processing") is two values: whatever
     a judge says, it is kept both ways, superseded by the rules of its predicate, or reviewed.
     """
     if a.object_id and b.object_id:

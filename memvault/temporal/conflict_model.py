@@ -161,6 +161,7 @@ class ConflictPlan:
             "invalid_verdicts",
             "refused_merges",
             "refused_by_definitions",
+            "ties_for_review",
             "judge_failures",
             "skipped_known",
             "deferred",

@@ -40,6 +40,7 @@ from memvault.temporal.conflict_verdicts import (
     count_refusal,
     definition_dict,
     judged_action,
+    retires_for_no_time,
     verdict_problem,
 )
 from memvault.temporal.grounding import Grounding
@@ -277,6 +278,17 @@ def confirm_and_route(
             if not check.agree:
                 stats["disagreements"] += 1
                 to_review(i, replies, f"the second judgment disagrees: {check.reason}", check)
+                continue
+            if (
+                first.verdict == "SUPERSEDE"
+                and not judge.can_escalate
+                and retires_for_no_time(requests[i], newer)
+            ):
+                # A tie: the same model confirmed itself; retiring a statement for no time at
+                # all is a human's call.
+                stats["ties_for_review"] += 1
+                to_review(i, replies, "a tie: the supersede would leave the older statement "
+                          "valid for no time, and only the same model confirmed it", check)  # fmt: skip
                 continue
             kind = f"conflict:{first.verdict.lower()}"
             decision = route(

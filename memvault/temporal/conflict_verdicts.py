@@ -121,6 +121,17 @@ def verdict_problem(
     return bound, (None if bound else newer)
 
 
+def retires_for_no_time(request: ResolveConflictRequest, newer: str | None) -> bool:
+    """Whether a SUPERSEDE (``newer`` side) would end the older statement the moment it began:
+    both start together (a tie), so the retired one is left valid for no time at all. Only
+    a judgment confirmed by another model may decide that (a correction of a value stated
+    for the same moment); one model agreeing with itself goes to review."""
+    if newer not in ("a", "b"):
+        return False
+    new, old = (request.a, request.b) if newer == "a" else (request.b, request.a)
+    return _start_of(new) == _start_of(old)
+
+
 def merged_wording(
     reply: ConflictReply, survivor: ConflictStatement, loser: ConflictStatement
 ) -> str | None:

@@ -37,6 +37,7 @@ _FIELDS = {
     "preference",
     "allowed",
     "acyclic",
+    "evidence",
 }
 _NUMBER = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$"
 _DATE = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
@@ -60,6 +61,9 @@ class PredicateDef:
     preference: bool = False
     allowed: tuple[str, ...] | None = None
     acyclic: bool = False  # the lint reports a cycle (a reports_to b reports_to a)
+    #: Words a text that states the predicate uses ("joined", "job" for works_at): an
+    #: extracted fact's block must hold one of them, or a word of the predicate's name.
+    evidence: tuple[str, ...] = ()
 
     @property
     def is_functional(self) -> bool:
@@ -133,6 +137,7 @@ def _parse(name: str, spec: Any, source: str) -> PredicateDef:
         preference=bool(spec.get("preference", False)),
         allowed=allowed,
         acyclic=bool(spec.get("acyclic", False)),
+        evidence=tuple(str(spec.get("evidence") or "").split()),
     )
 
 

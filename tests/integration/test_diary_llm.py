@@ -14,7 +14,7 @@ import pytest
 
 from memvault.judge import OpenAIJudge
 from memvault.profile import ProfileSettings, compute_snapshots, day_range, write_snapshots
-from memvault.profile.diary import TEMPLATE_LABEL, write_diary
+from memvault.profile.diary import refused_label, write_diary
 from memvault.profile.snapshot import read_snapshots
 from memvault.store import Store
 from tests.integration.fake_llm import FakeLLM, completion, user_text
@@ -63,7 +63,8 @@ def test_a_page_is_stored_only_when_the_days_numbers_say_it(
     assert len(pages) == asked
     if server == "obedient":
         assert result.refused == {"instructions": asked} and result.kinds["llm"] == 0
-        assert all(kind == "template" and TEMPLATE_LABEL in text for text, kind in pages)
+        label = refused_label("instructions")
+        assert all(kind == "template" and label in text for text, kind in pages)
         assert not duck_store.fetch("SELECT id FROM diary WHERE text LIKE '%EvilCorp%'")
     else:
         assert result.refused == {} and result.kinds["llm"] == asked

@@ -37,7 +37,7 @@ def _history(store: Store, tmp_path: Path) -> None:
     h.fact("hq2", "globex", "located_in", "Berlin", object_id="berlin", valid="2024-06-01",
            created="2024-06-02")  # fmt: skip
     h.fact("i1", "ada", "interested_in", "stream processing", created="2024-07-01")
-    h.fact("i2", "ada", "interested_in", "stream processing systems", created="2024-08-01")
+    h.fact("i2", "ada", "interested_in", "stream processing topics", created="2024-08-01")
     # Decided by rule, whatever the server says: Acme until March 2024, then Globex.
     h.fact("w1", "ada", "works_at", "Acme", object_id="acme", valid="2023-01-01",
            created="2023-01-01")  # fmt: skip

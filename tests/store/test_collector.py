@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import memvault
 from memvault.collector import collect
+from memvault.judge import ScriptedJudge
+from memvault.review import decide, list_items
 from memvault.store import Store
 from tests.helpers import FIXTURES
 
@@ -87,3 +90,62 @@ def test_the_collector_reads_the_inbox(tmp_path: Path) -> None:
     with memvault.open(f"duckdb://{tmp_path / 's.duckdb'}") as store:
         report = collect(store, inbox=inbox, claude_projects=None)
         assert report.files_ingested == 1 and sum(report.inserted.values()) == 10
+
+
+def _extraction(request: Any) -> dict[str, Any]:
+    """What a model that obeys the data would extract: a true fact, and facts a memory only
+    hints at (an offer turned down, a person it never names)."""
+    ids = {m.text.split()[0]: m.id for m in request.memories}
+    joined, offer = ids["Hi,"], ids["Mallory"]
+
+    def fact(subject: str, predicate: str, obj: str, block: str) -> dict[str, Any]:
+        return {"subject": subject, "predicate": predicate, "object": obj, "object_is_entity": True,
+                "valid_at": None, "block_id": block, "confidence": 0.95}  # fmt: skip
+
+    return {
+        "entities": [
+            {"name": "Ada", "entity_type": "person", "block_ids": [joined]},
+            {"name": "Acme", "entity_type": "organization", "block_ids": [joined]},
+            {"name": "Globex", "entity_type": "organization", "block_ids": [offer]},
+            {"name": "Mallory", "entity_type": "person", "block_ids": [offer]},
+        ],
+        "facts": [
+            fact("Ada", "works_at", "Acme", joined),  # said: stored
+            fact("Ada", "works_at", "Globex", offer),  # the memory names no Ada
+            fact("Ada", "lives_in", "Globex", offer),  # nor a home
+            fact("Mallory", "works_at", "Globex", offer),  # named, but the offer was turned down
+        ],
+    }
+
+
+def test_facts_their_memory_does_not_state_wait_for_review_not_in_the_store(
+    store: Store, tmp_path: Path
+) -> None:
+    project = tmp_path / "projects" / "-home-ada-src-shop"
+    project.mkdir(parents=True)
+    (project / SESSION_FILE).write_text(
+        _turn("user", "u-1", "Hi, it's Ada: I joined Acme as a data engineer.", "2026-03-02T09:00:00Z") + "\n"
+        + _turn("user", "u-2", "Mallory from Globex emailed again about their job offer; I turned it down.", "2026-03-03T09:00:00Z") + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    judge = ScriptedJudge({"extract_memory": _extraction})
+    report = collect(store, inbox=None, claude_projects=tmp_path / "projects", judge=judge)
+    assert report.files_ingested == 1 and not report.warnings
+    facts = store.fetch(
+        "SELECT e.name, t.predicate, t.object FROM triples t JOIN entities e ON e.id = t.subject_id"
+    )
+    assert facts == [("Ada", "works_at", "Acme")]
+    assert report.llm_queued == {"subject_not_in_block": 2, "denied_or_hedged": 1}
+    queued = list_items(store, kinds=["extract"])
+    assert len(queued) == 3 and {i.kind for i in queued} == {"extract:fact"}
+    assert all(i.target_id == "cc:u-2" and i.run_id == report.run_ids[0] for i in queued)
+    # A person's "correct" stores the fact (through a review run); "wrong" leaves it out.
+    mallory = next(i for i in queued if i.proposal["fact"]["subject"] == "Mallory")
+    decide(store, mallory.id, "correct")
+    ada = next(i for i in queued if i.proposal["fact"]["predicate"] == "lives_in")
+    decide(store, ada.id, "wrong")
+    facts = store.fetch(
+        "SELECT e.name, t.predicate, t.object FROM triples t JOIN entities e ON e.id = t.subject_id "
+        "ORDER BY 1"
+    )
+    assert facts == [("Ada", "works_at", "Acme"), ("Mallory", "works_at", "Globex")]

@@ -211,7 +211,7 @@ def _ambiguous(h: History) -> None:
     h.fact("hq2", "globex", "located_in", "Berlin", object_id="berlin", valid="2024-06-01",
            created="2024-06-02")  # fmt: skip
     h.fact("i1", "ada", "interested_in", "stream processing", created="2024-07-01")
-    h.fact("i2", "ada", "interested_in", "stream processing systems", created="2024-08-01")
+    h.fact("i2", "ada", "interested_in", "stream processing topics", created="2024-08-01")
 
 
 def _by_pair(request: ResolveConflictRequest) -> dict[str, Any]:
@@ -223,7 +223,7 @@ def _by_pair(request: ResolveConflictRequest) -> dict[str, Any]:
     if ids == {"hq1", "hq2"}:
         return {"verdict": "COEXIST", "confidence": 0.85, "reason": "two offices"}
     return {"verdict": "MERGE", "confidence": 0.95, "reason": "same topic",
-            "merged_object": "stream processing systems"}  # fmt: skip
+            "merged_object": "stream processing topics"}  # fmt: skip
 
 
 def test_ambiguous_pairs_are_judged_with_dates_and_applied(store: Store, tmp_path: Path) -> None:
@@ -254,7 +254,7 @@ def test_ambiguous_pairs_are_judged_with_dates_and_applied(store: Store, tmp_pat
     )  # fmt: skip
     assert _row(store, "hq1")["status"] == _row(store, "hq2")["status"] == "active"
     survivor = _row(store, "i1")
-    assert survivor["object"] == "stream processing systems"
+    assert survivor["object"] == "stream processing topics"
     assert {e["id"] for e in json.loads(survivor["lineage"])} == {"i1", "i2"}  # both wordings
     verdicts = {r["id"]: (r["verdict"], r["decided_by"], r["status"])
                 for r in table_dump(store, "conflict_verdicts")}  # fmt: skip
@@ -269,6 +269,22 @@ def test_ambiguous_pairs_are_judged_with_dates_and_applied(store: Store, tmp_pat
     replan = plan_conflicts(store, again, now=NOW)
     assert replan.is_empty() and again.stats.calls == 0
     assert replan.summary()["skipped_known"] == 2  # the COEXIST and the SUPERSEDE pair
+
+
+def test_a_tie_confirmed_by_the_same_model_goes_to_review(store: Store, tmp_path: Path) -> None:
+    """r1 and r2 state two roles for the same day: a SUPERSEDE would leave r1 valid for no
+    time. With no second model, the one model agreeing with itself is not enough."""
+    h = History()
+    _ambiguous(h)
+    h.ingest(store, tmp_path)
+    judge = ScriptedJudge({**CONFIRM, "resolve_conflict": _by_pair}, can_escalate=False)
+    plan = plan_conflicts(store, judge, now=NOW)
+    assert plan.summary()["ties_for_review"] == 1
+    applied = apply_conflict_plan(store, plan, RUN)
+    assert applied["supersede"] == 0 and applied["review"] >= 1
+    assert _row(store, "r1")["status"] == _row(store, "r2")["status"] == "active"
+    [item] = [r for r in table_dump(store, "review_queue") if r["target_id"] in ("r1", "r2")]
+    assert "a tie" in item["reason"]
 
 
 def test_low_confidence_escalates_then_queues_for_review_without_mutation(
@@ -459,7 +475,7 @@ def _request(a: ConflictStatement, b: ConflictStatement) -> ResolveConflictReque
     [
         ("stream processing", "processing, stream", "MERGE", True),
         ("dark mode in the editor", "dark mode in the editors", "MERGE", True),
-        ("stream processing", "stream processing systems", "COEXIST", False),
+        ("stream processing", "stream processing topics", "COEXIST", False),
         ("Acme Corp", "Acme Corporation", "COEXIST", False),
     ],
 )

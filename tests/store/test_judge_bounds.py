@@ -240,7 +240,8 @@ def _s(
         ("Acme, Inc.", "acme", True),
         ("the Acme company", "ACME", True),
         ("stream processing", "Stream-Processing", True),
-        ("stream processing", "stream processing systems", True),
+        ("stream processing", "stream processing topics", True),
+        ("stream processing", "stream processing systems", False),  # software, not the field
         ("dark mode in the editor", "dark mode in the editors", True),
         ("principal engineer", "staff engineer", False),
         ("principal engineer and tech lead", "staff engineer", False),

@@ -14,7 +14,7 @@ from memvault.store.audit import undo_run
 from tests.garden_support import garden
 from tests.lifecycle_support import LONG_TEXT, add_blocks, add_boost, add_recalls, block
 
-SUMMARY = "Billing moves to the new queue region by region; retries back off (max 10 min); failed invoices go to a dead-letter table."
+SUMMARY = "Billing migrates to the new queue region by region; retries back off (capped at 10 min); failed invoices land in a dead-letter table."
 HEADLINE = "Billing service migration to the new queue"
 
 

@@ -34,8 +34,8 @@ def _history(h: History) -> None:
            created="2024-06-02")  # fmt: skip
     # Two wordings of a multi-valued fact: judged; the source text carries an injection.
     h.fact("i1", "ada", "interested_in", "stream processing", created="2024-07-01")
-    h.fact("i2", "ada", "interested_in", "stream processing systems", created="2024-08-01",
-           text=f"Ada likes stream processing systems. {INJECTION}.")  # fmt: skip
+    h.fact("i2", "ada", "interested_in", "stream processing topics", created="2024-08-01",
+           text=f"Ada likes stream processing topics. {INJECTION}.")  # fmt: skip
     # A job change: settled by rule, whatever the judge does.
     h.fact("w1", "ada", "works_at", "Acme", object_id="acme", valid="2023-01-01",
            created="2023-01-01")  # fmt: skip
@@ -104,7 +104,7 @@ def test_one_failed_judgment_costs_only_its_own_pair(store: Store, tmp_path: Pat
         if _pair(request) == {"hq1", "hq2"}:
             return JudgeError("gpt at http://127.0.0.1:9/v1 failed 5 times: 502 Bad Gateway")
         return {"verdict": "MERGE", "confidence": 0.95, "reason": "same topic",
-                "merged_object": "stream processing systems"}  # fmt: skip
+                "merged_object": "stream processing topics"}  # fmt: skip
 
     plan = plan_conflicts(store, ScriptedJudge({**CONFIRM, "resolve_conflict": flaky}), now=NOW)
     assert plan.summary()["judge_failures"] == 1

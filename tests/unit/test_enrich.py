@@ -6,10 +6,19 @@ from __future__ import annotations
 
 import datetime as dt
 
-from memvault.importers.enrich import date_supported, llm_records
+from memvault.grounded_text import Vocabulary
+from memvault.importers.enrich import (
+    DENIED_OR_HEDGED,
+    RELATION_NOT_STATED,
+    SUBJECT_NOT_IN_BLOCK,
+    date_supported,
+    fact_doubt,
+    llm_records,
+)
 from memvault.judge import ScriptedJudge
 from memvault.judge.tasks import ExtractedEntityItem, ExtractedFactItem, ExtractionReply
 from memvault.records import BlockRecord, EntityRecord, MentionRecord, TripleRecord
+from memvault.temporal.grounding import Grounding
 
 SAID = dt.datetime(2025, 4, 10, 9, 0)
 TEXTS = {
@@ -80,3 +89,46 @@ def test_a_date_is_the_blocks_or_one_it_says() -> None:
     told = BlockRecord(id="c", session_id="s", text="Back in May 2019 I joined.", created_at=SAID)  # fmt: skip
     assert date_supported(dt.date(2019, 5, 1), told)
     assert not date_supported(dt.date(2018, 5, 1), told)
+
+
+def _doubt(text: str, subject: str, predicate: str, obj: str) -> str | None:
+    block = BlockRecord(id="b", session_id="s", text=text, created_at=SAID)
+    found = fact_doubt(
+        _fact(subject, predicate, obj, "b"), block, Vocabulary.of([text]), Grounding.load()
+    )
+    return found[0] if found else None
+
+
+def test_a_fact_is_doubted_unless_its_block_names_the_subject_and_states_the_relation() -> None:
+    offer = "Mallory from Globex emailed again about their job offer; I turned it down."
+    assert _doubt(offer, "Ada", "works_at", "Globex") == SUBJECT_NOT_IN_BLOCK
+    assert _doubt(offer, "Ada", "lives_in", "Globex") == SUBJECT_NOT_IN_BLOCK
+    assert _doubt(f"Ada: {offer}", "Ada", "works_at", "Globex") == DENIED_OR_HEDGED  # her own turn
+    assert (
+        _doubt("Ada: Globex has a job for me. I said no.", "Ada", "works_at", "Globex")
+        == DENIED_OR_HEDGED
+    )
+    assert _doubt("Ada: I might join Globex.", "Ada", "works_at", "Globex") == DENIED_OR_HEDGED
+    assert _doubt("Ada: Globex is great.", "Ada", "works_at", "Globex") == RELATION_NOT_STATED
+    assert (
+        _doubt("ada loves the globex office.", "Ada", "lives_in", "Globex") == RELATION_NOT_STATED
+    )
+    # stated: in any case, in any form of the word, or by the subject's own turn
+    assert _doubt("ada joined globex in march.", "Ada", "works_at", "Globex") is None
+    assert _doubt("Ada Lovelace: I moved to Lisbon.", "Ada", "lives_in", "Lisbon") is None
+    assert (
+        _doubt("Ada: I started at Acme, after Tyrell.", "Ada Lovelace", "works_at", "Acme") is None
+    )
+
+
+def test_a_doubted_fact_goes_to_the_doubts_not_the_records() -> None:
+    reply = ExtractionReply(
+        entities=[_entity("Ada", "person", "b0"), _entity("Acme", "organization", "b1")],
+        facts=[_fact("Ada", "works_at", "Acme", "b1"),  # b1 is Ada's own turn: stated
+               _fact("Ada", "lives_in", "Acme", "b1")],  # nothing in b1 says where she lives
+    )  # fmt: skip
+    got = llm_records(ScriptedJudge({"extract_memory": [reply]}), BLOCKS, "s")
+    assert [t.predicate for t in got.records if isinstance(t, TripleRecord)] == ["works_at"]
+    assert got.doubted == {RELATION_NOT_STATED: 1}
+    [doubt] = got.doubts
+    assert doubt.proposal()["fact"]["object"] == "Acme" and doubt.triple.source_block == "b1"

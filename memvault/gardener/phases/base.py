@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from memvault.errors import JudgeError
 from memvault.gardener.adapter import Capability, Change, GardenStore, MemoryItem, WriteContext
 from memvault.gardener.budget import Budget
 from memvault.gardener.capabilities import Survey
@@ -218,10 +219,21 @@ class PhaseContext:
         The judge layer counts every rule-based answer as a ``heuristic_answers`` (the
         offline judge always, a model-backed one when it falls back to the rules), so the
         count moving during the question is what marks the reply, whatever its confidence.
+
+        A model whose reply cannot be used (outside the schema after the judge's re-asks,
+        not JSON, an error) does not end the run: the reply is refused and counted
+        (``judge_replies_refused``), the offline rules answer this one question, and the run
+        goes on with the next.
         """
         self.budget.need_judgments(1, self.cursor)
         before = self.judge.stats.as_dict().get("heuristic_answers", 0)
-        reply = self.judge.ask(task, request)
+        try:
+            reply = self.judge.ask(task, request)
+        except JudgeError as exc:
+            self.budget.spend_judgment()
+            self.run.count("judge_replies_refused")
+            self.run.notes.append(f"{task.name}: the model's reply was refused ({exc}); the offline rules answered")  # fmt: skip
+            return task.heuristic(request), True
         by_rules = self.judge.stats.as_dict().get("heuristic_answers", 0) > before
         self.budget.spend_judgment()
         return reply, by_rules
