@@ -506,15 +506,13 @@ _NUMBER_NAMES = {w: n for w, n in (_MONTHS | _NUMBER_WORDS).items() if w not in 
 
 def flips(text: str, sources: Iterable[str] | Vocabulary) -> list[str]:
     """Pairs of words ``text`` puts the other way round from its sources, within a clause: a
-    name and another word with a relation between them ("Bob hired Ada" for "Ada hired Bob",
+    name (a word the sources capitalize, whatever case the text writes it in) and another word with a relation between them ("Bob hired Ada" for "Ada hired Bob",
     "the billing service depends on Quill" for "Quill depends on the billing service"), or
     any two content words with a direction between them ("from Globex to Acme" for "from
     Acme to Globex"). A pair the sources never put in one clause, or put both ways, is not a
     flip."""
     vocabulary = sources if isinstance(sources, Vocabulary) else Vocabulary.of(sources)
-    named = vocabulary.named | {
-        s for w, s in stemmed(unicodedata.normalize("NFKC", text)) if _names_something(w)
-    }
+    named = vocabulary.named  # the sources' names: a text's capitals (or lack of them) don't count
     found: list[str] = []
     for clause in _clauses(unicodedata.normalize("NFKC", text)):
         anchors = [(i, w, s) for i, (w, s, kind) in enumerate(clause) if kind == "word"]

@@ -112,7 +112,7 @@ def _extraction(request: Any) -> dict[str, Any]:
         "facts": [
             fact("Ada", "works_at", "Acme", joined),  # said: stored
             fact("Ada", "works_at", "Globex", offer),  # the memory names no Ada
-            fact("Ada", "lives_in", "Globex", offer),  # nor a home
+            fact("Ada", "lives_in", "Globex", offer),  # an organization for a home
             fact("Mallory", "works_at", "Globex", offer),  # named, but the offer was turned down
         ],
     }
@@ -135,7 +135,7 @@ def test_facts_their_memory_does_not_state_wait_for_review_not_in_the_store(
         "SELECT e.name, t.predicate, t.object FROM triples t JOIN entities e ON e.id = t.subject_id"
     )
     assert facts == [("Ada", "works_at", "Acme")]
-    assert report.llm_queued == {"subject_not_in_block": 2, "denied_or_hedged": 1}
+    assert report.llm_queued == {"subject_not_in_block": 1, "wrong_sides": 1, "denied_or_hedged": 1}
     queued = list_items(store, kinds=["extract"])
     assert len(queued) == 3 and {i.kind for i in queued} == {"extract:fact"}
     assert all(i.target_id == "cc:u-2" and i.run_id == report.run_ids[0] for i in queued)

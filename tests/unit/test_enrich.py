@@ -11,6 +11,7 @@ from memvault.importers.enrich import (
     DENIED_OR_HEDGED,
     RELATION_NOT_STATED,
     SUBJECT_NOT_IN_BLOCK,
+    WRONG_SIDES,
     date_supported,
     fact_doubt,
     llm_records,
@@ -125,10 +126,11 @@ def test_a_doubted_fact_goes_to_the_doubts_not_the_records() -> None:
     reply = ExtractionReply(
         entities=[_entity("Ada", "person", "b0"), _entity("Acme", "organization", "b1")],
         facts=[_fact("Ada", "works_at", "Acme", "b1"),  # b1 is Ada's own turn: stated
-               _fact("Ada", "lives_in", "Acme", "b1")],  # nothing in b1 says where she lives
+               _fact("Ada", "lives_in", "Acme", "b1"),  # an organization where a place belongs
+               _fact("Ada", "deploys", "Acme", "b1")],  # nothing in b1 says she deploys it
     )  # fmt: skip
     got = llm_records(ScriptedJudge({"extract_memory": [reply]}), BLOCKS, "s")
     assert [t.predicate for t in got.records if isinstance(t, TripleRecord)] == ["works_at"]
-    assert got.doubted == {RELATION_NOT_STATED: 1}
-    [doubt] = got.doubts
+    assert got.doubted == {WRONG_SIDES: 1, RELATION_NOT_STATED: 1}
+    doubt = got.doubts[0]
     assert doubt.proposal()["fact"]["object"] == "Acme" and doubt.triple.source_block == "b1"
