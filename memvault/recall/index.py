@@ -645,6 +645,56 @@ class SearchIndex:
                     out[bid] = max(out.get(bid, 0.0), weight)
         return out
 
+    def co_mentioning(self, subject: str, others: Collection[str], top: int) -> list[str]:
+        """The live blocks that mention ``subject`` and one of ``others`` (entity ids), the
+        latest-added ``top`` of them."""
+        found: list[str] = []
+        for seg in (self.delta, self.main):
+            rows = seg.mentions.get(subject)
+            if rows is None or not others:
+                continue
+            near = [seg.mentions[e] for e in others if e in seg.mentions]
+            if not near:
+                continue
+            both = np.intersect1d(rows, np.concatenate(near))
+            both = both[seg.live[both]]
+            found += [seg.ids[i] for i in both[::-1][: top - len(found)].tolist()]
+            if len(found) >= top:
+                break
+        return found
+
+    def speakers_asked(self, query: str, entity_ids: list[str]) -> list[tuple[str, ...]]:
+        """The speakers ``query`` names that are no entity of ``entity_ids``."""
+        return self._speakers([seg for seg in (self.main, self.delta) if seg.size], query, entity_ids)  # fmt: skip
+
+    def said(self, speaker: tuple[str, ...], block_ids: Sequence[str]) -> set[str]:
+        """Those of ``block_ids`` that ``speaker`` said."""
+        out: set[str] = set()
+        for seg in (self.main, self.delta):
+            rows = seg.said.get(speaker)
+            if rows is None:
+                continue
+            at = seg.rows_of(block_ids)
+            out.update(b for b, r in zip(block_ids, np.isin(at, rows).tolist(), strict=True) if r)
+        return out
+
+    def vectors_of(self, block_ids: Sequence[str]) -> np.ndarray | None:
+        """The current vectors of ``block_ids``, row for row (a zero row for a block without
+        one); None when the index holds no vectors."""
+        if not self.has_vectors:
+            return None
+        out: np.ndarray | None = None
+        for seg in (self.main, self.delta):  # a changed block's vector is the second segment's
+            if seg.vectors is None or not seg.size:
+                continue
+            if out is None:
+                out = np.zeros((len(block_ids), seg.vectors.shape[1]), dtype=np.float32)
+            rows = seg.rows_of(block_ids)
+            ok = rows >= 0
+            ok[ok] = seg.live[rows[ok]] & seg.has_vector[rows[ok]]
+            out[ok] = seg.vectors[rows[ok]]
+        return out
+
     @property
     def has_vectors(self) -> bool:
         return bool(self.main.has_vector.any() or self.delta.has_vector.any())

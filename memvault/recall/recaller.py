@@ -34,7 +34,10 @@ from memvault.recall.entities import resolve_owner
 from memvault.recall.index import SearchIndex
 from memvault.recall.intent import classify_intent
 from memvault.recall.log import gap_hint, new_recall_id, write_recall
+from memvault.recall.relevance import TOP, Evidence, evidence
 from memvault.recall.result import CITES, Fact, RecallHit, RecallResult
+from memvault.recall.slots import apply as apply_slot
+from memvault.recall.slots import slot_of
 from memvault.recall.text import words
 from memvault.store import Store
 
@@ -52,6 +55,9 @@ INSIGHT_MARGIN = 1e-3
 REPEAT_FACTOR = 0.5
 #: Current facts returned about the named entities, at most.
 MAX_FACTS = 10
+#: Blocks that mention a slot question's subject and one of the slot's values made candidates,
+#: at most (see slots.py).
+SLOT_CANDIDATES = 50
 #: Candidates re-ranked at least, whatever the limit: a recall asking for 5 and the prefetch
 #: keeping 10 re-rank the same candidates, so a prefetched ranking is the one a search gives.
 MIN_CANDIDATES = 40
@@ -222,12 +228,19 @@ class Recaller:
             )
         currency = self.currency(store, entity_ids, intent)
         want = max(limit, MIN_CANDIDATES // CANDIDATES_PER_RESULT) * CANDIDATES_PER_RESULT
+        slot = slot_of(query)
+        subject = slot_subject(index, query, entity_ids) if slot is not None else None
+        include: Sequence[str] = currency.sources_of_current
+        if slot is not None and subject is not None and subject.entity is not None:
+            values = slot.value_entities(index.matcher)
+            if extra := index.co_mentioning(subject.entity, values, SLOT_CANDIDATES):
+                include = [*include, *extra]
         candidates = index.score(
             query,
             vector,
             entity_ids,
             want,
-            include=currency.sources_of_current,
+            include=include,
             include_mentioning=currency.current_objects,
         )
         candidates, hidden = self.set_aside(index, currency, candidates, want)
@@ -253,9 +266,20 @@ class Recaller:
         hits = repeats_lowered(hits)
         hits, lifted = rank_current_first(hits, current, hidden)
         hits = rank_insights_below_sources(hits, lifted)
+        if slot is not None and subject is not None:
+            about = subject.about(index, hits)
+            hits = apply_slot(slot, hits, about, subject.words, currency)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         hits = hits[:limit]
-        return Ranking(hits, "hybrid" if vector is not None else "keywords", currency)
+        first = [h.block_id for h in hits[:TOP]]
+        found = evidence(
+            index.main.keywords,
+            query,
+            [h.text for h in hits[:TOP]],
+            index.vectors_of(first) if vector is not None else None,
+            vector,
+        )
+        return Ranking(hits, "hybrid" if vector is not None else "keywords", currency, found)
 
     @staticmethod
     def set_aside(
@@ -391,9 +415,10 @@ class Recaller:
         if facts and entity_ids:
             result.facts = self.entity_facts(store, entity_ids, intent)
         if not result.served_from_prefetch:
-            result.results, result.search_mode = self.search(
-                store, query, entity_ids, limit, index, intent
-            )
+            ranking = self.rank(store, query, entity_ids, limit, index, intent)
+            result.results, result.search_mode = ranking.hits, ranking.mode
+            if ranking.evidence is not None:
+                result.weak_match = ranking.evidence.weak(index.model)
         result.gap_hint = gap_hint(store, signature)
         result.latency_ms = (time.perf_counter() - started) * 1000
         if record:
@@ -409,6 +434,8 @@ class Ranking:
     hits: list[RecallHit]
     mode: str
     currency: Currency | None = None
+    #: How well the first hits match the query (see :mod:`memvault.recall.relevance`).
+    evidence: Evidence | None = None
 
     @property
     def basis(self) -> dict[str, str]:
@@ -432,6 +459,44 @@ def hit_of(row: dict[str, Any], score: float, superseded_since: dt.datetime | No
         created_at=row["created_at"],
         superseded_since=superseded_since,
     )
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Whom a question about a slot asks about: an entity, or a speaker that is none."""
+
+    entity: str | None
+    speaker: tuple[str, ...] | None
+    words: frozenset[str]
+
+    def about(self, index: SearchIndex, hits: list[RecallHit]) -> set[str]:
+        """Those of ``hits`` that mention the subject, that it said, or whose text names it
+        (a memory kept today, not yet read for the entities it mentions)."""
+        ids = [h.block_id for h in hits]
+        found = {h.block_id for h in hits if self.words & set(words(h.text))}
+        if self.entity is not None:
+            found |= set(index.mentioning(ids, {self.entity: 1.0}))
+        if self.speaker is not None:
+            found |= index.said(self.speaker, ids)
+        return found
+
+
+def slot_subject(index: SearchIndex, query: str, entity_ids: list[str]) -> Subject | None:
+    """Whom a question about a slot asks about: a person of ``entity_ids`` it names, else a
+    speaker it names who is no entity, else the person it implies (the owner), else the one
+    entity it is about."""
+    named = set(index.matcher.match(query).ids)
+    people = [e for e in entity_ids if (n := index.matcher.by_id.get(e)) and n.entity_type == "person"]  # fmt: skip
+    people.sort(key=lambda e: e not in named)  # named first, the implied owner after
+    if people and people[0] in named:
+        return Subject(people[0], None, frozenset(name_words(index, people[:1])))
+    if speakers := index.speakers_asked(query, entity_ids):
+        return Subject(None, speakers[0], frozenset(w for w in speakers[0] if len(w) >= 3))
+    if people:
+        return Subject(people[0], None, frozenset(name_words(index, people[:1])))
+    if len(entity_ids) == 1:
+        return Subject(entity_ids[0], None, frozenset(name_words(index, entity_ids)))
+    return None
 
 
 def name_words(index: SearchIndex, entity_ids: list[str]) -> set[str]:

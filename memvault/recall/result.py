@@ -36,6 +36,10 @@ class RecallHit(BaseModel):
     # Set when every fact the block states (that the question asks about) has been superseded:
     # the date the last of them stopped holding. Such a block ranks below what holds now.
     superseded_since: dt.datetime | None = None
+    # A later memory states another value of what the question asks (the editor, the city,
+    # the employer: see slots.py): this one is older, ``superseded_by`` that memory's id.
+    older: bool = False
+    superseded_by: str | None = None
 
 
 class GapHint(BaseModel):
@@ -70,6 +74,9 @@ class RecallResult(BaseModel):
     prefetch_id: str | None = None
     search_mode: str = "hybrid"  # hybrid (vectors + keywords) | keywords (no vectors of the model)
     gap_hint: GapHint | None = None
+    #: No memory found matches the query well (see relevance.py): the hits are the nearest,
+    #: not an answer.
+    weak_match: bool = False
     latency_ms: float = 0.0  # what the caller waited, an index build included
     index_build_ms: float = 0.0  # the part spent building the search index (first recall)
 

@@ -8,6 +8,7 @@ characters; an entity with a hundred facts made ``asof`` 68k. So:
   and by ``text_cut: true`` and ``text_chars`` (its full length);
 * a whole answer is kept within ``MEMVAULT_SERVE_RESULT_CHARS`` (default 24,000) of compact
   JSON: the lowest-ranked hits (or the last facts) are left out and ``omitted`` says how many;
+* a recall that matched nothing well (``weak_match``) returns its nearest ``WEAK_HITS`` only;
 * ``asof`` returns at most ``MEMVAULT_SERVE_MAX_FACTS`` facts (default 50); ``more_facts``
   says how many more there are and how to narrow the question.
 
@@ -31,6 +32,9 @@ MAX_FACTS_VARIABLE = "MEMVAULT_SERVE_MAX_FACTS"
 DEFAULT_HIT_CHARS = 2_000
 DEFAULT_RESULT_CHARS = 24_000
 DEFAULT_MAX_FACTS = 50
+#: Hits a recall returns at most when nothing matched well (``weak_match``): the nearest few
+#: show what memory holds nearby, more would only look like an answer.
+WEAK_HITS = 3
 #: The least each may be set to (a smaller cap leaves the agent nothing to read).
 LEAST = {HIT_CHARS_VARIABLE: 100, RESULT_CHARS_VARIABLE: 2_000, MAX_FACTS_VARIABLE: 1}
 
@@ -98,6 +102,8 @@ def shape_recall(answer: dict[str, Any], limits: Limits) -> dict[str, Any]:
     """A recall answer within the caps: each hit's text, then the whole (the lowest-ranked
     hits left out first, the last one's text cut further if it alone is too long)."""
     hits = [_cut_hit(h, limits.hit_chars) for h in answer.get("results") or []]
+    if answer.get("weak_match"):
+        hits = hits[:WEAK_HITS]
     omitted = int(answer.get("omitted") or 0)
     out = _omitting(answer, hits, omitted, limits)
     while len(hits) > 1 and size(out) > limits.result_chars:

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 INSTRUCTIONS = """\
 memvault is the owner's long-term memory: what they said, did, decided and prefer, across
 past conversations. Call `recall` with the question in plain words before answering anything
-that depends on it; when memories disagree, the newer one (created_at) holds. Keep what is worth
+that depends on it; answer from a memory it marks older only if the question is about the
+past, and when it says `weak_match`, say you do not remember instead of guessing. Keep what is worth
 remembering with `remember` (one self-contained statement). Rate a recall you relied on with
 `feedback`. For what held at a given date (employer, city, role, tools), use `asof`."""
 
@@ -45,11 +46,16 @@ Returns JSON:
 - results: the best memories first, each with block_id, text, score, created_at (when it was
   said), session_id, kind and tier. kind 'insight' is memvault's own reading of several
   memories (it cites them), not something the owner said. tier 'cold' or 'frozen': the text
-  is a digest of the original. A memory whose facts changed since carries superseded_since
-  and ranks below what holds now. A text longer than {hit_chars:,} characters is cut, marked by
+  is a digest of the original. When a later memory changed what the question asks (the
+  editor, the city, the employer, the job), the older memory carries older: true and
+  superseded_by (the newer memory's block_id) and ranks below it: answer from the newer one.
+  A memory whose recorded facts stopped holding carries superseded_since. A text longer than {hit_chars:,} characters is cut, marked by
   text_cut: true and text_chars (its full length).
 - facts: current facts (subject_id, predicate, object, valid_at) about the people and things
   the question names.
+- weak_match: true when no memory matches the question well (none shares enough of its
+  words or meaning); then only the nearest few are returned and they are probably not an
+  answer: say you do not remember rather than guess from them.
 - recall_id: to rate this answer with feedback.
 - omitted: how many lower-ranked memories were left out to keep the answer within
   {result_chars:,} characters.

@@ -54,8 +54,12 @@ def print_recall(out: Console, result: dict[str, Any]) -> None:
         if hit.get("superseded_since"):  # what it states no longer holds
             since = escape(str(hit["superseded_since"])[:10])
             text = f"{text} [yellow](superseded since {since})[/]"
+        elif hit.get("older"):  # a later memory says otherwise (see recall docs, slots)
+            text = f"{text} [yellow](older: see {escape(str(hit['superseded_by']))})[/]"
         table.add_row(str(rank), f"{hit['score']:.3f}", tier, text, escape(hit["block_id"]))
     out.print(table if hits else "no memory matches this query")
+    if hits and result.get("weak_match"):
+        out.print("[yellow]weak match:[/] none of these matches the query well", highlight=False)
     if any(h.get("original_archived") for h in hits):
         out.print("digests stand in for archived originals: memvault show BLOCK --original", highlight=False)  # fmt: skip
     for fact in result.get("facts") or []:

@@ -87,6 +87,13 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
+#: Ada's editor, told in July and again in November (no night has read them yet).
+EDITOR_MEMORIES = [
+    ("Ada uses Neovim with a small config for all her editing.", "2026-07-14T10:00:00Z"),
+    ("Ada switched to VS Code for the debugger.", "2026-11-20T16:00:00Z"),
+]
+
+
 async def _agent(client: Any) -> dict[str, Any]:
     seen: dict[str, Any] = {"tools": (await client.list_tools()).tools}
     seen["bad"] = [await client.call_tool(name, args) for name, args, _ in BAD_CALLS]
@@ -96,6 +103,10 @@ async def _agent(client: Any) -> dict[str, Any]:
     )
     seen["remember"] = await client.call_tool("remember", {"text": long_memory})
     seen["long"] = await client.call_tool("recall", {"query": "Quill launch checklist Zanzibar"})
+    seen["nonsense"] = await client.call_tool("recall", {"query": "zebra quantum paella"})
+    for text, when in EDITOR_MEMORIES:
+        await client.call_tool("remember", {"text": text, "occurred_at": when})
+    seen["editor"] = await client.call_tool("recall", {"query": "what editor does Ada use"})
     return seen
 
 
@@ -136,9 +147,20 @@ def test_an_agent_is_told_what_each_tool_does_and_held_to_its_arguments(
     assert len(top["text"]) <= 400 and top["text_chars"] > 10_000
     assert len(seen["long"].content[0].text) <= 3000  # what the agent reads, within the cap
 
+    nonsense = seen["nonsense"].structured_content
+    assert nonsense["weak_match"] is True and len(nonsense["results"]) <= 3
+    assert long["weak_match"] is False
+
+    editor = seen["editor"].structured_content
+    hits = {h["block_id"]: h for h in editor["results"]}
+    first = editor["results"][0]
+    assert first["text"] == EDITOR_MEMORIES[1][0] and not first["older"], editor["results"]
+    july = next(h for h in hits.values() if h["text"] == EDITOR_MEMORIES[0][0])
+    assert july["older"] is True and july["superseded_by"] == first["block_id"]
+
     after = _counts(seeded)
-    # the refused calls wrote nothing: one remembered memory (its run) and one recall
-    assert after["blocks"] - before["blocks"] == 1
-    assert after["recall_log"] - before["recall_log"] == 1
+    # the refused calls wrote nothing: three remembered memories (their runs), three recalls
+    assert after["blocks"] - before["blocks"] == 3
+    assert after["recall_log"] - before["recall_log"] == 3
     assert after["feedback"] == before["feedback"]
-    assert after["runs"] - before["runs"] == 2
+    assert after["runs"] - before["runs"] == 6

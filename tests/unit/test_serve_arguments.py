@@ -72,6 +72,7 @@ def test_descriptions_speak_to_an_agent_not_a_shell() -> None:
         assert "memvault recall" not in text and "memvault undo" not in text, tool
         assert "--" not in text and "`memvault" not in text, tool
         assert "Returns JSON" in text, tool
+    assert "weak_match" in texts["recall"] and "superseded_by" in texts["recall"]
     assert "2,000 characters" in texts["recall"] and "24,000" in texts["recall"]
     assert "50 facts" in texts["asof"] and "predicates" in texts["asof"]
 
@@ -160,3 +161,10 @@ def test_the_caps_are_settable_and_refuse_nonsense() -> None:
     for bad in ("0", "ten", "-5", "1.5"):
         with pytest.raises(MemvaultError, match="MEMVAULT_SERVE_HIT_CHARS"):
             Limits.from_env({"MEMVAULT_SERVE_HIT_CHARS": bad})
+
+
+def test_a_weak_match_returns_its_nearest_few_only() -> None:
+    answer = {"recall_id": "r", "weak_match": True, "results": [_hit(k, 50) for k in range(10)]}
+    shaped = shape_recall(answer, Limits())
+    assert shaped["weak_match"] is True and len(shaped["results"]) == 3
+    assert len(shape_recall(answer | {"weak_match": False}, Limits())["results"]) == 10

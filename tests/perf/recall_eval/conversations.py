@@ -245,6 +245,7 @@ def conversation(k: int, rng: random.Random, sessions: int = 6) -> Conversation:
     a, b = rng.sample(NAMES, 2)
     start = dt.datetime(2022, 1, 3, 18) + dt.timedelta(days=rng.randrange(900))
     dates = [start + dt.timedelta(days=sum(rng.randint(5, 30) for _ in range(i))) for i in range(sessions)]  # fmt: skip
+    dates.sort()  # session i+1 comes after session i: a later turn is said later
     conv = Conversation(f"c{k:02d}", (a, b), dates)
     plan: list[list[tuple[str, str]]] = [[] for _ in range(sessions)]
     follows: list[list[bool]] = [[] for _ in range(sessions)]
