@@ -72,9 +72,10 @@ it by its words and meaning, without this conversation around it): 'Ada switched
 to VS Code in November for its debugger', not 'she switched'. Say when it happened with
 occurred_at if not now. Never store passwords, keys or other secrets.
 
-Returns JSON: block_id (the memory's id), written (whether a new memory was written),
-parts (how many memories a text past
-{block_chars:,} characters was split into) and run_id. The memory is found by the next recall.
+Returns JSON: block_id (the memory's id), written (false when the same text was kept
+before: it is the same memory, block_id the first one's), embedded (it has its vector: found
+by meaning at once), parts (how many memories a text past {block_chars:,} characters was
+split into) and run_id. The next recall finds it.
 
 Limits: text up to {text_chars:,} characters; occurred_at never in the future."""
 
