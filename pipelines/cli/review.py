@@ -64,8 +64,8 @@ def _serve(store: str | None, host: str, port: int) -> None:
     from pipelines.cli.review_page import serve
 
     url = common.chosen_store(store)
-    common.err.print(f"review page on http://{host}:{port}  (store {escape(url)})")
-    serve(url, host, port)
+    common.err.print(f"store {escape(url)}", highlight=False)
+    serve(url, host, port, say=lambda line: common.err.print(line, markup=False, highlight=False))
 
 
 @review_app.command("list")

@@ -9,17 +9,25 @@ click is the same decision as ``memvault review approve|reject``: applied
 through the audited write path, undoable, and counted in the calibration
 shown at the bottom of the page.
 
-The page trusts nothing a browser sends. It listens on 127.0.0.1 by default,
-answers only requests addressed to the host and port it was started on (a
-rebinding host name such as ``evil.example`` is refused, so another site cannot
-read it), refuses requests whose ``Origin`` is another site, and applies a
-decision only when the form carries the random token this server made at start
-(other sites never see it). Responses forbid framing (no clickjacking) and
-caching. A refused request writes nothing.
+The page trusts nothing a browser sends, and no other user of this machine: anyone
+on it can connect to a loopback port. So the page lives under a key this server
+made at start (``/k/KEY/``), printed once to the owner's terminal and kept in a
+0600 file of the owner's private runtime directory (:mod:`memvault.private`: a
+directory that is not the owner's, not 0700 or a symlink is refused); a request
+without the key is refused before the store is opened. The key is in the path,
+not in a cookie: a browser sends a loopback cookie to every port, including
+another user's server. The page also listens on 127.0.0.1 by default, answers
+only requests addressed to the host and port it was started on (a rebinding
+host name such as ``evil.example`` is refused), refuses requests whose
+``Origin`` is another site, and applies a decision only when the form carries
+the random token of this server. Responses forbid framing (no clickjacking),
+caching, and referrers to other sites. A refused request writes nothing.
 """
 
 from __future__ import annotations
 
+import secrets
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
@@ -33,6 +41,7 @@ from starlette.requests import Request
 import memvault
 from memvault.errors import MemvaultError
 from memvault.http_guard import BodyLimit, Guard
+from memvault.private import remove, runtime_dir, write_file
 from memvault.review import ReviewPolicy, calibrate, decide, list_items
 from memvault.review.evidence import evidence, when
 
@@ -50,7 +59,7 @@ SECURITY_HEADERS = {
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
+    "Referrer-Policy": "same-origin",  # (no-referrer would make a browser's form say Origin: null)
     "Cache-Control": "no-store",
 }
 
@@ -62,13 +71,17 @@ def create_app(
     host: str = "127.0.0.1",
     port: int = 8766,
     token: str | None = None,
+    key: str | None = None,
 ) -> FastAPI:
-    """The review app on one store, answering as ``host:port`` (each request opens the store
-    briefly: DuckDB has one writer process, and the dream may need the file between two
-    clicks). ``token`` is made at random unless given."""
+    """The review app on one store, answering as ``host:port`` under ``/k/KEY/`` (each
+    request opens the store briefly: DuckDB has one writer process, and the dream may need
+    the file between two clicks). ``token`` and ``key`` are made at random unless given;
+    the key is ``app.state.key``."""
     policy = policy or ReviewPolicy()
     guard = Guard.bound_to(host, port, token)
+    key = key or secrets.token_urlsafe(32)
     app = FastAPI(title="memvault review", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.key = key
     app.add_middleware(BodyLimit, limit=64 * 1024)  # a decision is a few bytes of form
 
     @app.middleware("http")
@@ -81,12 +94,19 @@ def create_app(
             )
         elif not guard.origin_ok(request.headers.get("origin")):
             reply = PlainTextResponse("refused: a request from another site", status_code=403)
+        elif not _key_ok(request.url.path, key):
+            reply = PlainTextResponse(
+                "refused: the review page is only at the address with its key that "
+                "`memvault review --serve` printed when it started (also in its key file, "
+                "readable by its owner only)",
+                status_code=403,
+            )
         else:
             reply = await call_next(request)
         reply.headers.update(SECURITY_HEADERS)
         return reply
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/k/{_key}/", response_class=HTMLResponse)
     def page(request: Request, done: str | None = None) -> HTMLResponse:
         with memvault.open(store_url) as store:
             items = list_items(store)
@@ -106,7 +126,7 @@ def create_app(
             },
         )
 
-    @app.post("/items/{item_id}/{verdict}")
+    @app.post("/k/{_key}/items/{item_id}/{verdict}")
     def decision(
         item_id: str, verdict: str, token: Annotated[str | None, Form()] = None
     ) -> RedirectResponse:
@@ -121,20 +141,47 @@ def create_app(
                 made = decide(store, item_id, verdict)  # type: ignore[arg-type]
         except MemvaultError as exc:
             raise HTTPException(409, str(exc)) from None
-        return RedirectResponse(f"/?done={made.item_id}: {made.applied}", status_code=303)
+        done = urllib.parse.quote(f"{made.item_id}: {made.applied}")
+        return RedirectResponse(f"/k/{key}/?done={done}", status_code=303)
 
     return app
 
 
-def serve(store_url: str, host: str, port: int) -> None:
-    """Serve the page on ``host:port`` with a token made now (a restart makes a new one)."""
+def _key_ok(path: str, key: str) -> bool:
+    """The request's path starts with ``/k/KEY/`` (compared in constant time)."""
+    parts = path.split("/", 3)
+    if len(parts) < 4 or parts[0] or parts[1] != "k":
+        return False
+    return secrets.compare_digest(parts[2].encode(), key.encode())
+
+
+def key_file(port: int) -> Path:
+    """Where the key of the page on ``port`` is kept: the owner's private runtime directory
+    (refused when it is not the owner's, not 0700, or a symlink)."""
+    return runtime_dir() / f"review-{port}.key"
+
+
+def serve(store_url: str, host: str, port: int, say: Callable[[str], None] = print) -> None:
+    """Serve the page on ``host:port`` under a key and a token made now (a restart makes new
+    ones). The key is written to :func:`key_file` (0600) and its address given to ``say``
+    once; the file is removed when the server stops."""
     import uvicorn
 
-    uvicorn.run(
-        create_app(store_url, host=host, port=port),
-        host=host,
-        port=port,
-        log_level="warning",
-        proxy_headers=False,
-        server_header=False,
+    app = create_app(store_url, host=host, port=port)
+    path = key_file(port)
+    write_file(path, f"{app.state.key}\n".encode())
+    shown = f"[{host}]" if ":" in host else host
+    say(
+        f"review page: http://{shown}:{port}/k/{app.state.key}/  (the key is in {path}, readable by you only)"
     )
+    try:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            proxy_headers=False,
+            server_header=False,
+        )
+    finally:
+        remove(path)

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 import memvault
+from memvault.private import read_file
 from memvault.review import list_items
 from tests.helpers import require_service, table_dump
 from tests.review_support import DOUBT_TEXT, SCRIPT, every_kind, two_waiting_changes
@@ -44,7 +45,10 @@ def _free_port() -> int:
 
 @contextmanager
 def _served(url: str) -> Iterator[str]:
-    """``memvault review --serve`` on a free loopback port, as an owner starts it."""
+    """``memvault review --serve`` on a free loopback port, as an owner starts it; yields the
+    page's address with its key (read from the owner's key file, as the owner could)."""
+    from pipelines.cli.review_page import key_file
+
     port = _free_port()
     server = subprocess.Popen(
         [
@@ -60,12 +64,14 @@ def _served(url: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    base = f"http://127.0.0.1:{port}"
+    root = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                urllib.request.urlopen(base, timeout=2).read()
+                key = read_file(key_file(port))
+                base = f"{root}/k/{key.decode().strip()}" if key else root
+                urllib.request.urlopen(base + "/", timeout=2).read()
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
@@ -140,7 +146,7 @@ def test_another_site_in_a_browser_cannot_decide_frame_or_read_the_page(
     from playwright.sync_api import sync_playwright
 
     base, url = page_server
-    port = base.rsplit(":", 1)[1]
+    port = urllib.parse.urlsplit(base).port
     with memvault.open(url) as store:
         item = list_items(store)[0].id
     before = _store_state(url)
@@ -187,7 +193,7 @@ def test_pressing_correct_and_wrong_in_a_browser(
     with sync_playwright() as p:
         browser = _chromium(p)
         page = browser.new_page()
-        page.goto(base)
+        page.goto(base + "/")
         assert page.locator("#count").inner_text() == "2 item(s) waiting"
         first = page.locator("#item-1")
         chosen = first.get_attribute("data-id")
@@ -252,6 +258,7 @@ def test_the_served_page_refuses_other_origins_and_host_names(tmp_path: Path) ->
     with memvault.open(url) as store:
         item = list_items(store)[0].id
     with _served(url) as base:
+        root = base.split("/k/")[0]
         status, page = _send(base, "/")
         assert status == 200
         found = re.search(r'name="token" value="([^"]+)"', page)
@@ -268,8 +275,14 @@ def test_the_served_page_refuses_other_origins_and_host_names(tmp_path: Path) ->
         assert status in (400, 403, 421)
         status, _ = _send(base, path, method="POST", data=b"")
         assert status == 403, "no token: refused"
+        # Another local user can reach the port, but not the key: no page, no token, no decision.
+        for guess in ("/", "/k/guessed/", f"/k/{token}/"):
+            status, body = _send(root, guess)
+            assert status == 403 and token not in body and "Review queue" not in body
+        status, _ = _send(root, path, method="POST", data=form, headers={"Origin": root})
+        assert status == 403, "the form's token without the page's key: refused"
         assert _store_state(url) == before, "a refused request writes nothing"
-        status, _ = _send(base, path, method="POST", data=form, headers={"Origin": base})
+        status, _ = _send(base, path, method="POST", data=form, headers={"Origin": root})
         assert status == 303, "the page's own form, with its token, is applied"
     with memvault.open(url) as store:
         assert store.get_row("review_queue", item)["status"] == "approved"  # type: ignore[index]
@@ -278,6 +291,9 @@ def test_the_served_page_refuses_other_origins_and_host_names(tmp_path: Path) ->
 PORT = 8766
 BASE = f"http://127.0.0.1:{PORT}"
 TOKEN = "token-of-this-server"
+KEY = "key-of-this-server"
+#: Where the page lives: under its key.
+PAGE = f"/k/{KEY}"
 
 
 @pytest.fixture
@@ -292,7 +308,7 @@ def _client(url: str, base: str = BASE) -> Any:
 
     from pipelines.cli.review_page import create_app
 
-    app = create_app(url, host="127.0.0.1", port=PORT, token=TOKEN)
+    app = create_app(url, host="127.0.0.1", port=PORT, token=TOKEN, key=KEY)
     return TestClient(app, base_url=base, follow_redirects=False)
 
 
@@ -334,7 +350,7 @@ def test_a_refused_decision_writes_nothing(
     item = _first_item(waiting)
     before = _store_state(waiting)
     with _client(waiting) as client:
-        reply = client.post(f"/items/{item}/correct", data=form, headers=headers)
+        reply = client.post(f"{PAGE}/items/{item}/correct", data=form, headers=headers)
     assert reply.status_code == 403
     assert _store_state(waiting) == before, "nothing written: queue, facts, audit log"
 
@@ -342,7 +358,7 @@ def test_a_refused_decision_writes_nothing(
 @pytest.mark.parametrize("host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1:1"])
 def test_the_page_is_not_shown_to_a_rebound_host_name(waiting: str, host: str) -> None:
     with _client(waiting) as client:
-        reply = client.get("/", headers={"Host": host})
+        reply = client.get(f"{PAGE}/", headers={"Host": host})
     assert reply.status_code == 403
     assert TOKEN not in reply.text and "Review queue" not in reply.text
 
@@ -351,13 +367,13 @@ def test_the_page_is_not_shown_to_a_rebound_host_name(waiting: str, host: str) -
 def test_the_page_with_its_token_decides_as_before(waiting: str, base: str) -> None:
     item = _first_item(waiting)
     with _client(waiting, base) as client:
-        page = client.get("/")
+        page = client.get(f"{PAGE}/")
         assert page.status_code == 200
         assert f'name="token" value="{TOKEN}"' in page.text
         assert page.headers["X-Frame-Options"] == "DENY"
         assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
         reply = client.post(
-            f"/items/{item}/correct", data={"token": TOKEN}, headers={"Origin": base}
+            f"{PAGE}/items/{item}/correct", data={"token": TOKEN}, headers={"Origin": base}
         )
         assert reply.status_code == 303, reply.text
         shown = client.get(reply.headers["location"])
@@ -373,12 +389,74 @@ def test_every_server_makes_its_own_token(tmp_path: Path) -> None:
 
     url = f"duckdb://{tmp_path / 'store.duckdb'}"
     two_waiting_changes(url, tmp_path)
-    tokens = set()
+    tokens, keys = set(), set()
     for _ in range(2):
-        with TestClient(create_app(url), base_url="http://127.0.0.1:8766") as client:
-            found = re.search(r'name="token" value="([^"]+)"', client.get("/").text)
+        app = create_app(url)
+        keys.add(app.state.key)
+        with TestClient(app, base_url="http://127.0.0.1:8766") as client:
+            page = client.get(f"/k/{app.state.key}/").text
+            found = re.search(r'name="token" value="([^"]+)"', page)
             tokens.add(found.group(1) if found else "")
     assert len(tokens) == 2 and all(len(t) >= 32 for t in tokens)
+    assert len(keys) == 2 and all(len(k) >= 32 for k in keys)
+
+
+@pytest.mark.parametrize(
+    "path", ["/", f"/k/{KEY[:-1]}/", f"/k/{KEY}x/", "/k//", f"/K/{KEY}/", f"/x/k/{KEY}/"]
+)
+def test_without_the_key_nothing_is_shown_or_decided(waiting: str, path: str) -> None:
+    """Any local user can connect to a loopback port: without the page's key they see
+    neither the queue nor the form's token, and cannot decide."""
+    item = _first_item(waiting)
+    before = _store_state(waiting)
+    with _client(waiting) as client:
+        page = client.get(path)
+        assert page.status_code == 403
+        assert TOKEN not in page.text and "Review queue" not in page.text
+        reply = client.post(
+            f"{path.rstrip('/')}/items/{item}/correct", data={"token": TOKEN},
+            headers={"Origin": BASE},
+        )  # fmt: skip
+        assert reply.status_code == 403
+    assert _store_state(waiting) == before
+
+
+def test_the_key_is_kept_for_the_owner_only_and_a_planted_directory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stat
+
+    from memvault.private import NotPrivate
+    from pipelines.cli import review_page
+
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    memvault.open(url).close()
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    said: list[str] = []
+    served: list[str] = []
+
+    def run(app: Any, **_: Any) -> None:  # instead of uvicorn: look at the key file
+        path = review_page.key_file(PORT)
+        info = path.lstat()
+        assert stat.S_IMODE(info.st_mode) == 0o600 and stat.S_ISREG(info.st_mode)
+        assert stat.S_IMODE(path.parent.lstat().st_mode) == 0o700
+        served.append(path.read_text().strip())
+        assert served[0] == app.state.key
+
+    monkeypatch.setattr("uvicorn.run", run)
+    review_page.serve(url, "127.0.0.1", PORT, say=said.append)
+    assert len(said) == 1 and f"http://127.0.0.1:{PORT}/k/{served[0]}/" in said[0]
+    assert not review_page.key_file(PORT).exists(), "removed when the server stops"
+    # Another user planted the directory (here: a symlink to one they can read): refused.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (runtime / "memvault").rmdir()
+    (runtime / "memvault").symlink_to(elsewhere)
+    with pytest.raises(NotPrivate, match="symlink"):
+        review_page.serve(url, "127.0.0.1", PORT, say=said.append)
+    assert len(said) == 1 and not list(elsewhere.iterdir()), "nothing written, nothing said"
 
 
 # -- what the page shows ------------------------------------------------------------------
@@ -395,7 +473,7 @@ def test_every_kind_shows_its_memories_escaped(store_url: str, tmp_path: Path) -
     reaches the browser as text."""
     kinds = every_kind(store_url, tmp_path)
     with _client(store_url) as client:
-        page = client.get("/").text
+        page = client.get(f"{PAGE}/").text
     memory = _item_html(page, kinds.memory)
     assert "Ada lives_in Lisbon" in memory
     for field, value in (("subject", "Ada"), ("predicate", "lives_in"), ("object", "Lisbon"),
