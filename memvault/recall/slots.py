@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import weakref
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -103,6 +104,12 @@ _FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "we", "we're", "we've", "o
 _ROLE_STOP = frozenset({"lot", "bit", "few", "good", "great", "new", "big", "little", "while", "week", "day", "year", "month", "time"})  # fmt: skip
 
 
+#: Per entity matcher (one version of the entities), each slot's value entities.
+_VALUES: weakref.WeakKeyDictionary[EntityMatcher, dict[str, list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 @dataclass(frozen=True)
 class Slot:
     """An attribute with one value at a time: how a question asks about it, how a memory's
@@ -134,11 +141,14 @@ class Slot:
 
     def value_entities(self, matcher: EntityMatcher) -> list[str]:
         """The entities that can be a value of this slot: those named by its value names, or
-        of its entity types."""
-        found = {matcher.names.get(tuple(words(n))) for n in self.names}
-        if self.entity_types:
-            found |= {e.id for e in matcher.by_id.values() if e.entity_type in self.entity_types}
-        return sorted(f for f in found if f)
+        of its entity types (worked out once per version of the entities)."""
+        known = _VALUES.setdefault(matcher, {})
+        if (found := known.get(self.name)) is None:
+            ids = {matcher.names.get(tuple(words(n))) for n in self.names}
+            if self.entity_types:
+                ids |= {e.id for e in matcher.by_id.values() if e.entity_type in self.entity_types}
+            found = known[self.name] = sorted(f for f in ids if f)
+        return found
 
 
 def _editor(text: str) -> str | None:
