@@ -85,11 +85,15 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 DEFAULT_MAX_BODY = 1 << 20
 
 
+class _TooLarge(Exception):
+    """Raised to the app that reads a body past the limit (the 413 has gone)."""
+
+
 class BodyLimit:
     """ASGI middleware: a request body larger than ``limit`` bytes is answered 413 and never
     read into memory. A declared ``Content-Length`` over the limit is refused before a byte
     is read; a body sent without one is counted as it arrives and cut off at the limit
-    (the app then sees the client gone, and what it would answer is dropped)."""
+    (the app's next read fails, and what it would answer is dropped)."""
 
     def __init__(self, app: ASGIApp, limit: int = DEFAULT_MAX_BODY) -> None:
         self.app = app
@@ -110,7 +114,7 @@ class BodyLimit:
         async def counted_receive() -> Message:
             nonlocal seen, refused
             if refused:
-                return {"type": "http.disconnect"}
+                raise _TooLarge
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
@@ -118,7 +122,7 @@ class BodyLimit:
                     refused = True
                     if not started:
                         await self._refuse(send)
-                    return {"type": "http.disconnect"}
+                    raise _TooLarge  # the app stops reading; caught below
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -129,7 +133,10 @@ class BodyLimit:
                 started = True
             await send(message)
 
-        await self.app(scope, counted_receive, guarded_send)
+        try:
+            await self.app(scope, counted_receive, guarded_send)
+        except _TooLarge:
+            return
 
     async def _refuse(self, send: Send) -> None:
         body = json.dumps(
