@@ -169,11 +169,12 @@ def check_file(path: Path | str, info: os.stat_result) -> None:
         )
 
 
-def open_file(path: Path) -> int:
-    """A descriptor (read-write) of a private file, created 0600 if missing: for lock
-    files, which stay where they are. Never follows a symlink; refuses a foreign file."""
+def open_file(path: Path, *, append: bool = False) -> int:
+    """A descriptor (read-write; ``append``: writes go to the end) of a private file,
+    created 0600 if missing: for lock files and logs, which stay where they are. Never
+    follows a symlink; refuses a foreign file."""
     check_dir(path.parent)
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if append else 0)
     try:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memvault import private
 from memvault.errors import MemvaultError
 
 #: Empty the file once this many bytes of it are done entries, even while some wait.
@@ -58,32 +57,13 @@ class Entry:
         return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
-def state_dir() -> Path:
-    """This user's directory for state that outlives a process and a reboot, refused unless
-    it is theirs alone (mode 0700, no symlink)."""
-    base = os.environ.get("XDG_STATE_HOME")
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
-    path = root / "memvault"
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-    info = os.lstat(path)
-    if (
-        not stat.S_ISDIR(info.st_mode)
-        or info.st_uid != os.getuid()
-        or stat.S_IMODE(info.st_mode) != 0o700
-    ):
-        raise QueueError(f"{path} is not a private directory of yours (mode 0700); check it")
-    return path
-
-
 def queue_path(store_url: str, directory: Path | None = None) -> Path:
-    """The queue file of a store (one per DuckDB file or PostgreSQL URL)."""
-    from memvault.serve.discovery import duckdb_path
+    """The queue file of a store (one per DuckDB file or PostgreSQL URL, named as the
+    server's lock is: :func:`memvault.serve.discovery.store_key`)."""
+    from memvault.serve.discovery import store_key
 
-    key = str(duckdb_path(store_url) or store_url)
-    name = f"serve-queue-{hashlib.sha256(key.encode()).hexdigest()[:20]}.jsonl"
-    return (directory or state_dir()) / name
+    name = f"serve-queue-{store_key(store_url)}.jsonl"
+    return (directory or private.state_dir()) / name
 
 
 def _in_memory(store_url: str) -> bool:
@@ -94,16 +74,7 @@ def _in_memory(store_url: str) -> bool:
 
 def _open_private(path: Path) -> int:
     """Append descriptor of a file of ours (0600, created if missing, no link followed)."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o600)
-    except OSError as exc:
-        raise QueueError(f"{path} cannot be opened: {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        os.close(fd)
-        raise QueueError(f"{path} is not a private file of yours (mode 0600); check it")
-    return fd
+    return private.open_file(path, append=True)
 
 
 class WriteQueue:
