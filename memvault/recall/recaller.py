@@ -21,7 +21,7 @@ import polars as pl
 from memvault.config import env_number
 from memvault.embed import Embedder, make_embedder
 from memvault.errors import QueryError
-from memvault.normalize import to_utc_naive, utcnow
+from memvault.normalize import normalize_text, to_utc_naive, utcnow
 from memvault.recall.attention import attention
 from memvault.recall.currency import (
     CURRENT_FACT_WEIGHT,
@@ -365,8 +365,12 @@ class Recaller:
     ) -> RecallResult:
         """Answer ``query`` and record it (recall_log, block access), unless ``record`` is False.
 
-        Raises :class:`QueryError` (nothing recorded) for a query :func:`check_query` refuses."""
+        Raises :class:`QueryError` (nothing recorded) for a query :func:`check_query` refuses.
+        The query is normalized as all text entering the store is (control characters such as
+        NUL dropped, which PostgreSQL cannot store), so every recall answered is recorded."""
         check_query(query)
+        query = normalize_text(query)
+        check_query(query)  # what is left once control characters are dropped
         started = time.perf_counter()
         self._facts_checked = True  # with the index, as often (see ready)
         try:

@@ -47,6 +47,9 @@ class Arg:
     maximum: int | None = None
     choices: tuple[str, ...] = ()
     default: Any = None
+    #: Free text (a query, a memory, a note): a NUL in it is dropped, as the store drops it
+    #: from every text; in a name or id (which no record in memory holds) it is refused.
+    free_text: bool = False
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.kind, "description": self.description}
@@ -84,6 +87,12 @@ class Arg:
             return number
         if not isinstance(value, str):
             raise ArgumentError(f"{tool}: {self.name} must be text, not {_shown(value)}")
+        if "\x00" in value:
+            if not self.free_text:
+                raise ArgumentError(
+                    f"{tool}: {self.name} holds a NUL character (\\u0000); send it without one"
+                )
+            value = value.replace("\x00", "")
         if self.choices and value.strip().lower() not in self.choices:
             raise ArgumentError(
                 f"{tool}: {self.name} must be one of {', '.join(self.choices)}, not {_shown(value)}"
@@ -124,6 +133,7 @@ ARGUMENTS: dict[str, tuple[Arg, ...]] = {
             "(e.g. 'which editor does Ada use', 'status of the Quill project').",
             required=True,
             max_length=MAX_QUERY_CHARS,
+            free_text=True,
         ),
         Arg(
             "limit",
@@ -143,6 +153,7 @@ ARGUMENTS: dict[str, tuple[Arg, ...]] = {
             "('Ada switched from Neovim to VS Code for its debugger'), not 'she switched'.",
             required=True,
             max_length=MAX_REMEMBER_CHARS,
+            free_text=True,
         ),
         Arg(
             "speaker",
@@ -186,6 +197,7 @@ ARGUMENTS: dict[str, tuple[Arg, ...]] = {
             "string",
             "Why, in a sentence (kept with the rating).",
             max_length=MAX_NOTE_CHARS,
+            free_text=True,
         ),
     ),
     "asof": (

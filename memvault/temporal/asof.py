@@ -87,7 +87,12 @@ def _as_time(value: dt.datetime | dt.date | str | None) -> dt.datetime | None:
                 f"{value!r} is not a date or time (use YYYY-MM-DD[THH:MM])"
             ) from exc
     if isinstance(value, dt.datetime):
-        return to_utc_naive(value)
+        try:
+            return to_utc_naive(value)
+        except ValueError:  # 0001-01-01T00:30+01:00 is before year 1 in UTC
+            raise MemvaultError(
+                f"{value.isoformat()} is out of range: in UTC it falls outside the years 1 to 9999"
+            ) from None
     return dt.datetime(value.year, value.month, value.day)
 
 

@@ -226,3 +226,43 @@ def test_the_owners_plus_ranks_the_next_recall_of_the_same_server(
         service.close()
     scores = {h["block_id"]: h["score"] for h in again["results"]}
     assert scores[runner_up] == pytest.approx(dict(ranked)[runner_up] + 0.09, abs=1e-6)
+
+
+def test_every_tool_refuses_in_one_line_and_a_recall_holding_nul_is_logged(
+    filled: Store, tmp_path: Path
+) -> None:
+    """Through the tools as an agent calls them, on both backends: an out-of-range time and a
+    NUL in a name are one-line refusals (they used to be "Error executing tool" with no
+    reason); a query holding NUL is answered, logged (PostgreSQL cannot store NUL) and rated."""
+    import anyio
+
+    from memvault.serve.tools import build_tools
+
+    service = _service(filled, tmp_path, queued=False)
+    tools = {t.name: t for t in build_tools(service.call)}  # type: ignore[attr-defined]
+
+    def call(tool: str, given: dict[str, object]) -> object:
+        return anyio.run(tools[tool].run, given, None)  # type: ignore[attr-defined]
+
+    try:
+        for given, said in (
+            ({"subject": "Ada Lovelace", "at": "0001-01-01T00:30:00+01:00"}, "out of range"),
+            ({"subject": "Ada Lovelace", "known_at": "9999-12-31T23:59:59-14:00"}, "out of range"),
+            ({"subject": "Ada\x00"}, "subject holds a NUL character"),
+            ({"subject": "Ada Lovelace", "predicate": "works_at\x00"}, "predicate holds a NUL"),
+        ):
+            refused = call("asof", given)
+            assert refused.is_error, given  # type: ignore[attr-defined]
+            text = refused.content[0].text  # type: ignore[attr-defined]
+            assert text.startswith("asof: ") and said in text and "\n" not in text, text
+        refused = call("feedback", {"recall_id": "recall-x\x00", "verdict": "correct"})
+        assert refused.is_error and "NUL" in refused.content[0].text  # type: ignore[attr-defined]
+        answered = call("recall", {"query": "status\x00 of Quill"})
+        assert not answered.is_error  # type: ignore[attr-defined]
+        recall_id = answered.structured_content["recall_id"]  # type: ignore[attr-defined]
+        row = filled.get_row("recall_log", recall_id)
+        assert row is not None and row["query"] == "status of Quill"
+        rated = call("feedback", {"recall_id": recall_id, "verdict": "correct"})
+        assert not rated.is_error, rated.content[0].text  # type: ignore[attr-defined]
+    finally:
+        service.close()

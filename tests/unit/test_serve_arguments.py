@@ -33,6 +33,10 @@ from memvault.serve.tools import build_tools, descriptions, in_tool_words
         ("feedback", {"recall_id": "r", "verdict": True}, "verdict must be text"),
         ("asof", {"subject": "Ada", "at": 20260101}, "at must be text"),
         ("asof", {"subject": "Ada", "when": "now"}, "takes no argument 'when'"),
+        ("asof", {"subject": "Ada\x00"}, "subject holds a NUL character"),
+        ("asof", {"subject": "Ada", "at": "2026-01-01\x00"}, "at holds a NUL character"),
+        ("feedback", {"recall_id": "r\x00", "verdict": "+"}, "recall_id holds a NUL"),
+        ("remember", {"text": "a", "speaker": "us\x00er"}, "speaker holds a NUL"),
     ],
 )
 def test_arguments_are_taken_as_sent_or_refused_in_one_line(
@@ -52,6 +56,13 @@ def test_well_formed_arguments_pass_with_defaults_filled() -> None:
     # JSON has one number type: 5.0 is the whole number 5; null is "not given"
     assert check("recall", {"query": "q", "limit": 5.0, "session_id": None})["limit"] == 5
     assert check("feedback", {"recall_id": "r", "verdict": "+"})["verdict"] == "+"
+
+
+def test_a_nul_in_free_text_is_dropped_as_the_store_drops_it() -> None:
+    assert check("recall", {"query": "status\x00 of Quill"})["query"] == "status of Quill"
+    assert check("remember", {"text": "tea\x00"})["text"] == "tea"
+    given = {"recall_id": "r", "verdict": "+", "note": "\x00right"}
+    assert check("feedback", given)["note"] == "right"
 
 
 def test_schemas_say_their_limits_and_take_nothing_else() -> None:
