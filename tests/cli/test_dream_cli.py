@@ -127,3 +127,21 @@ def test_the_gate_settings_are_honoured(cli, tmp_path: Path, monkeypatch) -> Non
     assert json.loads(out)["skipped_reason"] == (
         "session gate: 0 new session(s) since the last dream (needs >= 1)"
     )
+
+
+def test_a_dream_stopped_by_a_check_says_it_was_reverted(cli, tmp_path: Path) -> None:
+    store = f"duckdb://{tmp_path / 'demo.duckdb'}"
+    seed_demo_store(store, tmp_path, sessions=12)
+    assert cli("dream", "--store", store, "--force")[0] == 0
+    seed_demo_store(store, tmp_path, sessions=12, seed=8)
+    with memvault.open(store) as handle:  # a survivor that forgot what it merged
+        handle.backend.execute(
+            "UPDATE triples SET lineage = '[]' WHERE id = (SELECT min(superseded_by) "
+            "FROM triples WHERE status = 'merged')"
+        )
+    code, out, err = cli("dream", "--store", store, "--force")
+    assert code == 1 and "check no_data_loss: FAILED" in out
+    assert "the dream was reverted (reverted by revert-" in err
+    assert "the store is as it was before it; `memvault dream` starts a new one" in err
+    code, out, _ = cli("runs", "--store", store, "--kind", "dream")
+    assert code == 0 and "reverted" in out and "succeeded" in out
