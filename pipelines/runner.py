@@ -13,11 +13,23 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.job_base import InMemoryJob
+from dagster._core.definitions.repository_definition.valid_definitions import (
+    SINGLETON_REPOSITORY_NAME,
+)
+from dagster._core.execution.api import execute_run
+from dagster._core.remote_origin import (
+    ManagedGrpcPythonEnvCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
 import pipelines.definitions
 from memvault.config import masked_url
@@ -25,6 +37,10 @@ from memvault.paths import data_file
 from memvault.profile.settings import ProfileSettings, day_range
 from pipelines.recovery import prepare_instance, process_tags
 from resources import StoreResource
+
+#: The code location's name in the UI: ``memvault ui`` (``dg dev -m``) and ``workspace.yaml``
+#: both load this module.
+LOCATION = "pipelines.definitions"
 
 
 def dagster_home() -> Path:
@@ -96,14 +112,42 @@ def run_job(
     First, runs a dead process left behind are closed and their store-pool slots freed,
     and a wait for a live run holding the store is announced (``say``)."""
     job = definitions().resolve_job_def(job_name)
-    if instance is not None:
-        prepare_instance(instance, say or (lambda _: None))
-    return job.execute_in_process(
-        run_config=run_config_for(store_url, log_level, **overrides),
-        instance=instance,
-        raise_on_error=False,
-        tags={"memvault/started_by": "cli", **process_tags(), **(tags or {})},
+    run_config = run_config_for(store_url, log_level, **overrides)
+    all_tags = {"memvault/started_by": "cli", **process_tags(), **(tags or {})}
+    if instance is None:
+        return job.execute_in_process(run_config=run_config, raise_on_error=False, tags=all_tags)
+    prepare_instance(instance, say or (lambda _: None))
+    run = instance.create_run_for_job(
+        job_def=job, run_config=run_config, tags=all_tags, remote_job_origin=job_origin(job_name)
     )
+    # The steps run in this process (as `execute_in_process` would), but the run is recorded
+    # as a run of the code location's job, so the UI lists it and can re-execute it.
+    execute_run(InMemoryJob(job.with_executor_def(dg.in_process_executor)), run, instance)
+    return run_result(instance, run.run_id, job)
+
+
+def job_origin(job_name: str) -> RemoteJobOrigin:
+    """Where the UI finds ``job_name``: the code location ``memvault ui`` and ``workspace.yaml``
+    load (the module ``pipelines.definitions``), its one repository."""
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name=LOCATION, working_directory=os.getcwd()
+    )
+    location = ManagedGrpcPythonEnvCodeLocationOrigin(loadable_target_origin=target)
+    return RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME).get_job_origin(job_name)
+
+
+def run_result(
+    instance: dg.DagsterInstance, run_id: str, job: dg.JobDefinition
+) -> dg.ExecuteInProcessResult:
+    """A finished run's events as the result ``execute_in_process`` returns."""
+    run = instance.get_run_by_id(run_id)
+    assert run is not None, run_id
+    events = [
+        record.dagster_event
+        for record in instance.all_logs(run_id)
+        if record.dagster_event is not None
+    ]
+    return dg.ExecuteInProcessResult(events, run, None, job)
 
 
 def profile_batches(first: dt.date, last: dt.date) -> Iterator[tuple[str, str]]:

@@ -21,7 +21,7 @@ def check_run(instance: dg.DagsterInstance, run_id: str, job: str | None) -> Non
     run = instance.get_run_by_id(run_id)
     assert run is not None and run.job_name == (job or run.job_name)
     records = instance.all_logs(run_id)
-    failures = [r.user_message for r in records if r.dagster_event and r.dagster_event.is_failure]
+    failures = [_failure(r.dagster_event) for r in records if r.dagster_event and r.dagster_event.is_failure]  # fmt: skip
     assert run.status == dg.DagsterRunStatus.SUCCESS, (job, failures)
     events = [r.dagster_event for r in records if r.dagster_event]
     checks = [
@@ -32,6 +32,12 @@ def check_run(instance: dg.DagsterInstance, run_id: str, job: str | None) -> Non
     workers = {e.step_key for e in events if e.event_type_value == "STEP_WORKER_STARTED"}
     steps = {e.step_key for e in events if e.event_type_value == "STEP_SUCCESS"}
     assert steps and workers == steps, "every step ran in a process of its own"
+
+
+def _failure(event: dg.DagsterEvent) -> str:
+    """A failure event in the step's own words (its exception's message), else its message."""
+    error = getattr(event.event_specific_data, "error", None)
+    return f"{event.step_key}: {error.message.strip()}" if error else str(event.message)
 
 
 def _checked(assets: AbstractSet[dg.AssetKey]) -> bool:

@@ -55,8 +55,10 @@ def _graphql(port: int, query: str) -> dict:
 
 
 class UI:
-    def __init__(self, port: int, home: Path, process: subprocess.Popen[bytes]) -> None:
-        self.port, self.home, self.process = port, home, process
+    def __init__(
+        self, port: int, home: Path, process: subprocess.Popen[bytes], env: dict[str, str]
+    ) -> None:
+        self.port, self.home, self.process, self.env = port, home, process, env
         self.client = DagsterGraphQLClient("127.0.0.1", port_number=port)
 
     def wait(self, run_id: str, timeout: float = 300) -> dg.DagsterRunStatus:
@@ -109,7 +111,7 @@ def ui(tmp_path: Path) -> Iterator[UI]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError((tmp_path / "ui.log").read_text()[-3000:]) from None
                 time.sleep(1)
-        yield UI(port, tmp_path / ".dagster", process)
+        yield UI(port, tmp_path / ".dagster", process, env)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -208,6 +210,44 @@ def test_the_ui_serves_the_asset_graph_runs_a_night_and_backfills_the_profile(
     with dg.DagsterInstance.from_config(str(ui.home)) as instance:
         check_run(instance, prefetch, "prefetch_job")
     _backfill_the_profile(ui)
+    _a_cli_run_reexecutes_from_the_ui(ui, tmp_path)
+
+
+REEXECUTE = """
+mutation {
+  launchPipelineReexecution(reexecutionParams: {parentRunId: "%s", strategy: ALL_STEPS}) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}
+"""
+JOB_RUNS = """
+{ runsOrError(filter: {pipelineName: "%s", tags: [{key: ".dagster/repository", value: "%s"}]}) {
+    ... on Runs { results { runId } } } }
+"""
+
+
+def _a_cli_run_reexecutes_from_the_ui(ui: UI, tmp_path: Path) -> None:
+    """A run the CLI started is a run of the code location's job: listed under the job (the
+    Runs tab filters by the repository tag) and re-executed by the UI's "Re-execute all"."""
+    env = {k: v for k, v in ui.env.items() if k != "DAGSTER_HOME"}
+    cli = Path(sys.executable).with_name("memvault")
+    done = subprocess.run(
+        [str(cli), "collect", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    parent = json.loads(done.stdout)["dagster_run_id"]
+    listed = _graphql(ui.port, JOB_RUNS % ("collect_job", f"__repository__@{LOCATION}"))
+    assert parent in [r["runId"] for r in listed["runsOrError"]["results"]]
+    launched = _graphql(ui.port, REEXECUTE % parent)["launchPipelineReexecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    child = launched["run"]["runId"]
+    ui.wait(child)
+    with dg.DagsterInstance.from_config(str(ui.home)) as instance:
+        run = instance.get_run_by_id(child)
+        assert run is not None and run.parent_run_id == parent
+        check_run(instance, child, "collect_job")
 
 
 FINISHED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
