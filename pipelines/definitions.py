@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import dagster as dg
 
 from assets import collector, dream, gardener, layers, lifecycle, lint, profile, read_path
@@ -61,15 +63,21 @@ executor = dg.multiprocess_executor.configured(
     name="multiprocess_forkserver",
 )
 
-single_owner_defs = dg.Definitions.merge(
-    *(track.defs for track in TRACKS),
-    dg.Definitions(
-        sensors=[automation_sensor],
-        resources=build_resources(),
-        executor=executor,
-    ),
-)
+
+@functools.cache
+def single_owner_defs() -> dg.Definitions:
+    """The single-owner code location (built once). A function, not a module attribute: a
+    module that Dagster loads (``dg dev -m``) may hold only one Definitions object."""
+    return dg.Definitions.merge(
+        *(track.defs for track in TRACKS),
+        dg.Definitions(
+            sensors=[automation_sensor],
+            resources=build_resources(),
+            executor=executor,
+        ),
+    )
+
 
 #: Many owners (an owners registry exists, see ``memvault owners``): every nightly asset
 #: partitioned by owner; else the single-owner code location, unchanged.
-defs = owner_definitions(single_owner_defs) if multi_owner() else single_owner_defs
+defs = owner_definitions(single_owner_defs()) if multi_owner() else single_owner_defs()

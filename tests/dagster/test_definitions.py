@@ -53,6 +53,15 @@ def test_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
 
 
+def test_the_module_loads_as_memvault_ui_loads_it() -> None:
+    """``dg dev -m pipelines.definitions`` (``memvault ui``) takes the module's one Definitions
+    object; a second one at module scope makes the code location fail to load."""
+    from dagster._core.workspace.autodiscovery import loadable_targets_from_python_module
+
+    [target] = loadable_targets_from_python_module("pipelines.definitions", None)
+    assert target.target_definition is defs
+
+
 def test_asset_graph_snapshot() -> None:
     graph = defs.resolve_asset_graph()
     actual = {

@@ -22,12 +22,12 @@ from resources import DreamResource
 from tests.cli.test_owners import SMALL, bob_history
 from tests.helpers import PG_URL, require_service
 
-OWNER_DEFS = owner_definitions(pipelines.definitions.single_owner_defs)
+OWNER_DEFS = owner_definitions(pipelines.definitions.single_owner_defs())
 
 
 def test_without_an_owners_registry_the_code_location_is_the_single_owner_one() -> None:
     assert not Registry().path.exists()
-    assert pipelines.definitions.defs is pipelines.definitions.single_owner_defs
+    assert pipelines.definitions.defs is pipelines.definitions.single_owner_defs()
     job = pipelines.definitions.defs.resolve_job_def("collect_job")
     assert job.partitions_def is None
 
@@ -84,7 +84,7 @@ def _texts(owner: str) -> list[str]:
 
 def test_each_run_tends_its_owners_store_and_inbox_only(owners: tuple[str, str]) -> None:
     alice, bob = owners
-    collect = owner_definitions(pipelines.definitions.single_owner_defs).resolve_job_def(
+    collect = owner_definitions(pipelines.definitions.single_owner_defs()).resolve_job_def(
         "collect_job"
     )  # built now: the inbox of the environment set by the fixture
     with dg.instance_for_test() as instance:
@@ -113,7 +113,7 @@ def test_a_profile_day_of_one_owner(owners: tuple[str, str]) -> None:
     alice, bob = owners
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS_NAME, [alice, bob])
-        defs = owner_definitions(pipelines.definitions.single_owner_defs)
+        defs = owner_definitions(pipelines.definitions.single_owner_defs())
         collect = defs.resolve_job_def("collect_job")
         assert collect.execute_in_process(instance=instance, partition_key=alice).success
         key = dg.MultiPartitionKey({"owner": alice, "day": "2026-01-05"})
