@@ -193,8 +193,9 @@ class Holding:
     """This process serves the store: its claim (the lock), the store and its service, the
     HTTP app on the Unix socket (and on TCP when asked), the discovery file.
 
-    :meth:`open` does it all and publishes the discovery file last, once the socket
-    listens; :meth:`close` undoes it in reverse (the recalls still queued written first)."""
+    :meth:`open` opens the store and warms the index; :meth:`listen` binds the socket and
+    publishes the discovery file last; :meth:`run` or :meth:`start` serves; :meth:`close`
+    undoes it all in reverse (what is queued written first, the lock given up last)."""
 
     def __init__(
         self,
@@ -204,23 +205,20 @@ class Holding:
         tcp: socket.socket | None = None,
         host: str = "127.0.0.1",
         token: str | None = None,
-        say: Say = lambda line: None,
     ) -> None:
         self.store_url = store_url
         self.claim = claim
         self.tcp = tcp
         self.host = host
         self.token = token
-        self.say = say
         self.service: Any = None
-        self.mcp: Any = None
         self.server: uvicorn.Server | None = None
         self._store: Any = None
         self._unix: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
     def open(self) -> dict[str, Any]:
-        """Open the store, warm the index, listen on the socket; returns the warm-up figures."""
+        """Open the store and warm the index; returns the warm-up figures."""
         from memvault.serve.service import MemoryService
         from memvault.store import Store
 
@@ -236,10 +234,9 @@ class Holding:
 
         from memvault.serve.app import build_mcp, http_app
 
-        self.mcp = build_mcp(self.service)
         port = self.tcp.getsockname()[1] if self.tcp is not None else 0
         app = http_app(
-            self.mcp,
+            build_mcp(self.service),
             Guard.bound_to(self.host, port),
             self.token,
             socket_token=self.claim.token,
@@ -325,7 +322,7 @@ def serve(
     except BaseException:
         claim.release()
         raise
-    holding = Holding(store_url, claim, tcp=tcp, host=host, token=token, say=say)
+    holding = Holding(store_url, claim, tcp=tcp, host=host, token=token)
     try:
         warmed = holding.open()
         info = holding.listen()
@@ -355,7 +352,7 @@ def _relay(store_url: str, holder: discovery.ServerInfo | None, asked_port: bool
     from memvault.serve.relay import Relay
 
     def take_over(claim: discovery.Claim) -> Service:
-        holding = Holding(store_url, claim, say=say)
+        holding = Holding(store_url, claim)
         relay.closers.append(holding.close)
         holding.open()
         holding.listen()
