@@ -407,7 +407,10 @@ class Recaller:
             entity_names=names,
             index_build_ms=round(built_ms, 3),
         )
-        cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now})
+        # A question that names nothing is answered by its words, which its signature does
+        # not hold: a prefetched answer for "-|" would answer every such question alike (and
+        # miss what was remembered since it was made).
+        cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now}) if entity_ids else []
         served = (
             self.prefetched(store, index, cached[0], entity_ids, intent, limit) if cached else None
         )

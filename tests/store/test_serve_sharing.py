@@ -177,3 +177,27 @@ def test_on_postgresql_letting_go_changes_nothing(filled: str, tmp_path: Path) -
         _stop(store, service)
     with Store.open(filled) as reopened:
         assert reopened.fetch("SELECT count(*) FROM blocks WHERE id = :id", {"id": memory["block_id"]}) == [(1,)]  # fmt: skip
+
+
+def test_a_question_naming_nothing_is_never_answered_from_a_prefetched_entry(
+    filled: str, tmp_path: Path
+) -> None:
+    """The night prefetches the signatures asked lately; a question that names no entity has
+    the signature of every such question, so a prefetched answer for it would answer them
+    all alike, and not find what was remembered since."""
+    from memvault.normalize import utcnow
+    from memvault.recall.prefetch import run_prefetch
+
+    store, service = _serve(filled, tmp_path)
+    try:
+        service.recall("ledger drawer", limit=3)
+        service.writer.flush()
+        run_prefetch(service.writer.store, service.recaller, utcnow())
+        cached = store.fetch("SELECT count(*) FROM prefetch_cache WHERE signature = '-|'")
+        memory = service.remember("The zqa1x ledger is kept in drawer one.")
+        found = service.recall("zqa1x ledger drawer", limit=3)
+    finally:
+        _stop(store, service)
+    assert cached == [(1,)]  # the night did prefetch it
+    assert not found["served_from_prefetch"]
+    assert found["results"][0]["block_id"] == memory["block_id"]
