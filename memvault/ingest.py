@@ -21,6 +21,7 @@ import polars as pl
 from pydantic import ValidationError
 
 from memvault.errors import IngestError, LineProblem, MemvaultError
+from memvault.ingest_staging import LINE, Staging, bounded_cache
 from memvault.interchange import MAPPINGS, records_to_frame
 from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcnow
 from memvault.orphans import revive
@@ -144,27 +145,31 @@ def read_jsonl(
     return list(iter_jsonl(stream, source, on_progress=on_progress))
 
 
-# -- staging: records become columns as they are read -------------------------------------
+# -- staging: records become rows of the store's staging tables as they are read ----------
 
-#: Records turned into columns at a time: what is held as Python objects while reading.
+#: Records turned into columns and staged at a time: what is held in memory while reading.
 CHUNK_RECORDS = 20_000
-#: The input line of each staged row (for the problems found later); not a store column.
-LINE = "_line"
+#: Rows moved from staging into a memory table (with their audit rows) at a time, all in the
+#: one transaction of the input.
+WRITE_ROWS = 20_000
 
 
 @dataclass
-class Staged:
-    """An input's records as one frame per type (with each row's line), read in bounded chunks
-    so a large file is held as columns, not as millions of objects."""
+class _Read:
+    """What reading an input leaves in memory besides the staging: counts, and the entity
+    names and ids it holds (bounded by the entities, not by the records)."""
 
-    frames: dict[str, pl.DataFrame]
     records: int = 0
     split_blocks: int = 0
+    entity_ids: set[str] = field(default_factory=set)
+    by_canonical: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    #: Distinct values of each entity-naming column, by record type.
+    entity_refs: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
-def stage(items: Iterable[Numbered]) -> Staged:
-    parts: dict[str, list[pl.DataFrame]] = defaultdict(list)
-    staged = Staged(frames={})
+def stage(items: Iterable[Numbered], staging: Staging) -> _Read:
+    """Read ``items`` once into ``staging``, ``CHUNK_RECORDS`` at a time."""
+    read = _Read()
     chunk: list[Numbered] = []
 
     def flush() -> None:
@@ -173,52 +178,75 @@ def stage(items: Iterable[Numbered]) -> Staged:
             by_type[n.record.type].append(n)  # type: ignore[attr-defined]
         if by_type["block"]:
             by_type["block"], split = _split_long_blocks(by_type["block"])
-            staged.split_blocks += split
-        for type_name, numbered in by_type.items():
-            if numbered:
-                frame = records_to_frame(type_name, [n.record for n in numbered])
-                parts[type_name].append(
-                    frame.with_columns(pl.Series(LINE, [n.line for n in numbered], pl.Int64))
-                )
+            read.split_blocks += split
+        for type_name in RECORD_TYPES:
+            numbered = by_type.get(type_name)
+            if not numbered:
+                continue
+            frame = records_to_frame(type_name, [n.record for n in numbered])
+            _remember_entities(read, type_name, frame)
+            staging.append(
+                type_name,
+                frame.with_columns(pl.Series(LINE, [n.line for n in numbered], pl.Int64)),
+            )
         chunk.clear()
 
     for n in items:
-        staged.records += 1
+        read.records += 1
         chunk.append(n)
         if len(chunk) >= CHUNK_RECORDS:
             flush()
     flush()
-    staged.frames = {
-        t: pl.concat(parts[t], how="diagonal_relaxed") for t in RECORD_TYPES if parts.get(t)
-    }
-    return staged
+    staging.ready()
+    return read
 
 
-#: Rows written (with their audit rows) at a time, all in the one transaction of the input.
-WRITE_ROWS = 50_000
+def _remember_entities(read: _Read, type_name: str, frame: pl.DataFrame) -> None:
+    if type_name == "entity":
+        for eid, canon in frame.select("id", "canonical_name").iter_rows():
+            read.entity_ids.add(eid)
+            read.by_canonical[canon].add(eid)
+    for column, kind in _REFERENCES.get(type_name, ()):
+        if kind == "entity" and column in frame.columns:
+            read.entity_refs[type_name, column].update(
+                v for v in frame[column].unique().to_list() if v
+            )
 
 
-# -- checking: duplicates and references, column by column ---------------------------------
+# -- checking: duplicates and references, in SQL over the staging ----------------------------
 
 
 class _Problems:
     """Problems found so far: every one counted, the first by line kept for the report."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, store: Store, source: str) -> None:
+        self.store = store
         self.source = source
         self.total = 0
         self.kept: list[tuple[int, int, str]] = []  # (line, order of the check, message)
         self.checks = 0
 
-    def add(self, rows: pl.DataFrame, message: Callable[[dict[str, Any]], str]) -> None:
-        """``rows`` (with their line) each a problem, described by ``message(row)``."""
+    def add(
+        self,
+        sql: str | None,
+        message: Callable[[dict[str, Any]], str],
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        """The rows ``sql`` finds (each with its ``_line``) are each a problem, described by
+        ``message(row)``."""
         self.checks += 1
-        if rows.is_empty():
+        if sql is None:
             return
-        self.total += rows.height
+        [(total,)] = self.store.fetch(f"SELECT count(*) FROM ({sql}) x", params)
+        if not total:
+            return
+        self.total += int(total)
         order = self.checks
-        for row in rows.sort(LINE).head(MAX_PROBLEMS).iter_rows(named=True):
-            self.kept.append((row[LINE], order, message(row)))
+        first = self.store.fetch_df(
+            f"SELECT * FROM ({sql}) x ORDER BY {LINE} LIMIT {MAX_PROBLEMS}", params
+        )
+        for row in first.iter_rows(named=True):
+            self.kept.append((int(row[LINE]), order, message(row)))
 
     def raise_if_any(self) -> None:
         if self.total:
@@ -228,35 +256,15 @@ class _Problems:
             )
 
 
-def _dedupe(frame: pl.DataFrame, problems: _Problems) -> pl.DataFrame:
-    """Identical repeats inside one input are dropped; the same id with other content is an error."""
-    content = [c for c in frame.columns if c != LINE]
-    distinct = frame.unique(subset=content, keep="first", maintain_order=True)
-    if distinct.height == distinct["id"].n_unique():
-        return distinct
-    firsts = distinct.group_by("id", maintain_order=True).agg(pl.col(LINE).first().alias("_first"))
-    clashes = distinct.join(firsts, on="id").filter(pl.col(LINE) != pl.col("_first"))
-    problems.add(
-        clashes,
-        lambda r: f"id {r['id']!r} also on line {r['_first']} with different content",
-    )
-    return distinct.unique(subset=["id"], keep="first", maintain_order=True)
-
-
 class _Resolver:
-    """Resolves entity, session and block references against the input and the store."""
+    """Resolves entity names and ids against the input and the store."""
 
-    def __init__(self, store: Store, frames: dict[str, pl.DataFrame]) -> None:
+    def __init__(self, store: Store, read: _Read) -> None:
         self.store = store
-        entities = frames.get("entity")
-        self.entity_ids: set[str] = set()
+        self.entity_ids = set(read.entity_ids)
         self.by_canonical: dict[str, set[str]] = defaultdict(set)
-        if entities is not None:
-            for eid, canon in entities.select("id", "canonical_name").iter_rows():
-                self.entity_ids.add(eid)
-                self.by_canonical[canon].add(eid)
-        self.session_ids = _ids(frames, "session")
-        self.block_ids = _ids(frames, "block")
+        for canon, ids in read.by_canonical.items():
+            self.by_canonical[canon] |= ids
 
     def load_entities(self, refs: set[str]) -> None:
         unknown = refs - self.entity_ids
@@ -269,16 +277,6 @@ class _Resolver:
         ):
             self.entity_ids.add(eid)
             self.by_canonical[canon].add(eid)
-
-    def load_existing(self, table: str, ids: set[str], known: set[str]) -> None:
-        missing = sorted(ids - known)
-        if missing:
-            known.update(
-                r[0]
-                for r in self.store.fetch(
-                    f"SELECT id FROM {table} WHERE id = ANY(:ids)", {"ids": missing}
-                )
-            )
 
     def entity(self, ref: str) -> str:
         if ref in self.entity_ids:
@@ -295,18 +293,6 @@ class _Resolver:
         )
 
 
-def _ids(frames: dict[str, pl.DataFrame], type_name: str) -> set[str]:
-    frame = frames.get(type_name)
-    return set() if frame is None else set(frame["id"].to_list())
-
-
-def _values(frames: dict[str, pl.DataFrame], type_name: str, column: str) -> set[str]:
-    frame = frames.get(type_name)
-    if frame is None or column not in frame.columns:
-        return set()
-    return {v for v in frame[column].unique().to_list() if v}
-
-
 #: The references each record type holds: (column, what it names).
 _REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
     "block": (("session_id", "session"),),
@@ -321,51 +307,63 @@ _REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _said(messages: dict[str, str], column: str) -> Callable[[dict[str, Any]], str]:
-    return lambda row: messages[row[column]]
+def _said(messages: dict[str, str]) -> Callable[[dict[str, Any]], str]:
+    return lambda row: messages[row["ref"]]
 
 
-def _unknown(kind: str, column: str) -> Callable[[dict[str, Any]], str]:
-    return lambda row: f"unknown {kind} {row[column]!r}"
+def _unknown(kind: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: f"unknown {kind} {row['ref']!r}"
 
 
-def _resolve(store: Store, frames: dict[str, pl.DataFrame], problems: _Problems) -> None:
-    """Replace entity names with ids and check every reference (in place)."""
-    resolver = _Resolver(store, frames)
-    wanted: dict[str, set[str]] = defaultdict(set)
-    for type_name, references in _REFERENCES.items():
-        for column, kind in references:
-            wanted[kind] |= _values(frames, type_name, column)
-    resolver.load_entities(wanted["entity"])
-    resolver.load_existing("sessions", wanted["session"], resolver.session_ids)
-    resolver.load_existing("blocks", wanted["block"], resolver.block_ids)
+def _clash(row: dict[str, Any]) -> str:
+    return f"id {row['id']!r} also on line {row['first']} with different content"
+
+
+def prepare(store: Store, staging: Staging, read: _Read, source: str) -> dict[str, str]:
+    """Check the staged input: an id repeated with other content, and every reference (an
+    entity by id or name, a session, a block) against the input and the store. Identical
+    repeats are dropped. Returns how entity names map to ids (only those that differ);
+    raises IngestError with every problem found (the first by line listed, all counted)."""
+    problems = _Problems(store, source)
+    for type_name in staging.types:
+        problems.add(staging.clashes(type_name), _clash)
+    problems.raise_if_any()  # a clash makes the rest meaningless (two rows claim one id)
+    for type_name in staging.types:
+        staging.drop_repeats(type_name)
+    resolver = _Resolver(store, read)
+    wanted = set().union(*read.entity_refs.values()) if read.entity_refs else set()
+    resolver.load_entities(wanted)
     resolved: dict[str, str] = {}
     refused: dict[str, str] = {}
-    for ref in wanted["entity"]:
+    for ref in wanted:
         try:
             resolved[ref] = resolver.entity(ref)
         except ValueError as exc:
             refused[ref] = str(exc)
-    known = {"session": resolver.session_ids, "block": resolver.block_ids}
     for type_name, references in _REFERENCES.items():
-        frame = frames.get(type_name)
-        if frame is None:
-            continue
         for column, kind in references:
-            if column not in frame.columns:
-                continue
-            frame = frame.with_columns(pl.col(column).cast(pl.Utf8))  # an all-null chunk is Null
             if kind == "entity":
-                bad = frame.filter(pl.col(column).is_in(list(refused)))
-                problems.add(bad, _said(refused, column))
-                frame = frame.with_columns(pl.col(column).replace(resolved))
+                if refused:
+                    problems.add(
+                        staging.naming(type_name, column), _said(refused), {"refs": list(refused)}
+                    )
             else:
-                value = pl.col(column)
-                bad = frame.filter(
-                    value.is_not_null() & (value != "") & ~value.is_in(list(known[kind]))
-                )
-                problems.add(bad, _unknown(kind, column))
-        frames[type_name] = frame
+                problems.add(staging.unknown_references(type_name, column, kind), _unknown(kind))
+    problems.raise_if_any()
+    return {ref: eid for ref, eid in resolved.items() if ref != eid}
+
+
+def _renamer(type_name: str, names: dict[str, str]) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """Entity names in a page of staged rows replaced by the ids they resolve to."""
+    columns = [c for c, kind in _REFERENCES.get(type_name, ()) if kind == "entity"]
+
+    def rename(page: pl.DataFrame) -> pl.DataFrame:
+        present = [c for c in columns if c in page.columns]
+        if not names or not present:
+            return page
+        return page.with_columns(pl.col(c).cast(pl.Utf8).replace(names) for c in present)
+
+    return rename
 
 
 # -- preparing rows --------------------------------------------------------------------------
@@ -398,17 +396,6 @@ def _split_long_blocks(items: list[Numbered]) -> tuple[list[Numbered], int]:
     return out, split
 
 
-def prepare(store: Store, staged: Staged, source: str) -> dict[str, pl.DataFrame]:
-    """De-duplicate and resolve the staged frames (their line column dropped); raises
-    IngestError with every problem found (the first by line listed, all counted)."""
-    problems = _Problems(source)
-    # Each staged frame is let go as its checked copy is made (the peak is one copy, not two).
-    frames = {t: _dedupe(staged.frames.pop(t), problems) for t in list(staged.frames)}
-    _resolve(store, frames, problems)
-    problems.raise_if_any()
-    return {t: f.drop(LINE) for t, f in frames.items()}
-
-
 # -- writing ---------------------------------------------------------------------------------
 
 
@@ -423,64 +410,73 @@ def ingest_records(
 ) -> IngestReport:
     """Validate references and write all records in one audited transaction.
 
-    ``items`` is read once, as it comes (a generator reading a file is held as columns in
-    bounded chunks, never as a list of records)."""
-    staged = stage(items)
-    report = IngestReport(source=source, records=staged.records)
-    report.split_blocks = staged.split_blocks
-    frames = prepare(store, staged, source)
-    del staged
-    report.run_id = store.begin_run(
-        "ingest", {"source": source, "records": report.records}, run_id=run_id
-    )
-    try:
-        with store.mutation(report.run_id, "ingest") as m:
-            skill_ids: list[str] = []
-            referred: set[str] = set()
-            for type_name, frame in frames.items():
-                inserted = [
-                    row_id
-                    for part in frame.iter_slices(WRITE_ROWS)
-                    for row_id in m.insert(
-                        MAPPINGS[type_name].table, part, action="ingest", reason=source
-                    )
-                ]
-                report.inserted[type_name] = len(inserted)
-                report.existing[type_name] = frame.height - len(inserted)
-                if type_name == "skill_use":
-                    new_uses = frame.filter(pl.col("id").is_in(inserted))
-                    skill_ids = sorted(set(new_uses["skill_id"]))
-                if type_name in ("mention", "triple") and inserted:
-                    new_rows = frame.filter(pl.col("id").is_in(inserted))
+    ``items`` is read once, as it comes, into the store's staging (a generator reading a
+    file is never held whole: memory holds one chunk of records at a time)."""
+    with bounded_cache(store), Staging(store, source) as staging:
+        read = stage(items, staging)
+        report = IngestReport(source=source, records=read.records)
+        report.split_blocks = read.split_blocks
+        names = prepare(store, staging, read, source)
+        del read
+        report.run_id = store.begin_run(
+            "ingest", {"source": source, "records": report.records}, run_id=run_id
+        )
+        with store.failing_run(report.run_id):
+            _write(store, staging, names, report, source, source_hash, size_bytes)
+    store.finish_run(report.run_id, "succeeded", report.as_dict())
+    return report
+
+
+def _write(
+    store: Store,
+    staging: Staging,
+    names: dict[str, str],
+    report: IngestReport,
+    source: str,
+    source_hash: str | None,
+    size_bytes: int,
+) -> None:
+    """Move the staged rows into the memory tables, page by page, in one audited transaction."""
+    assert report.run_id is not None
+    with store.mutation(report.run_id, "ingest") as m:
+        skill_ids: set[str] = set()
+        referred: set[str] = set()
+        for type_name in staging.types:
+            table = MAPPINGS[type_name].table
+            written = 0
+            for page in staging.pages(type_name, WRITE_ROWS, _renamer(type_name, names)):
+                inserted = m.insert(table, page, action="ingest", reason=source)
+                report.inserted[type_name] += len(inserted)
+                written += page.height
+                new_rows = page.filter(pl.col("id").is_in(inserted)) if inserted else None
+                if type_name == "skill_use" and new_rows is not None:
+                    skill_ids.update(new_rows["skill_id"].to_list())
+                if type_name in ("mention", "triple") and new_rows is not None:
                     for column in ("entity_id", "subject_id", "object_id"):
                         if column in new_rows.columns:
                             referred.update(new_rows[column].drop_nulls().to_list())
-                if type_name == "session" and report.existing["session"]:
-                    report.sessions_extended = _extend_sessions(store, m, frame, inserted, source)
-            report.skills_updated = recompute_skills(store, m, skill_ids, utcnow())
-            report.entities_revived = revive(store, m, sorted(referred))
-            pause_point("ingest-written")
-            if source_hash:
-                store.backend.insert_df(
-                    "ingested_sources",
-                    pl.DataFrame(
-                        [
-                            {
-                                "id": source_hash,
-                                "location": source,
-                                "size_bytes": size_bytes,
-                                "records": report.records,
-                                "run_id": report.run_id,
-                                "ingested_at": utcnow(),
-                            }
-                        ]
-                    ),
-                )
-    except Exception as exc:
-        store.finish_run(report.run_id, "failed", error=str(exc))
-        raise
-    store.finish_run(report.run_id, "succeeded", report.as_dict())
-    return report
+                if type_name == "session" and len(inserted) < page.height:
+                    report.sessions_extended += _extend_sessions(store, m, page, inserted, source)
+            report.existing[type_name] = written - report.inserted[type_name]
+        report.skills_updated = recompute_skills(store, m, sorted(skill_ids), utcnow())
+        report.entities_revived = revive(store, m, sorted(referred))
+        pause_point("ingest-written")
+        if source_hash:
+            store.backend.insert_df(
+                "ingested_sources",
+                pl.DataFrame(
+                    [
+                        {
+                            "id": source_hash,
+                            "location": source,
+                            "size_bytes": size_bytes,
+                            "records": report.records,
+                            "run_id": report.run_id,
+                            "ingested_at": utcnow(),
+                        }
+                    ]
+                ),
+            )
 
 
 def _extend_sessions(

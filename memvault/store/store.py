@@ -248,8 +248,10 @@ class Store:
     def fail_abandoned_runs(self, kinds: tuple[str, ...] | None = None) -> list[str]:
         """Close the ``running`` runs whose process is gone: marked failed, and a dream's
         writes reverted (it is all or nothing); one line per run closed."""
+        from memvault.ingest_staging import drop_abandoned_staging
         from memvault.store.revert import ALL_OR_NOTHING, revert_run
 
+        drop_abandoned_staging(self)  # what a killed ingest staged was never visible: dropped
         rows = self.fetch(
             "SELECT id, kind, host, pid, heartbeat_at FROM runs WHERE status = 'running' "
             "ORDER BY started_at, id"

@@ -119,9 +119,14 @@ def test_a_killed_ingest_leaves_nothing_half_written(tmp_path: Path, env: dict[s
             "triples": 0,
             "audit_log": 0,
         }, "every row was inserted before the kill, none may be left"
+        assert opened.fetch("SELECT count(*) FROM ingest_staging") == [(1,)]  # its staging
     _run(["ingest", str(history), "--store", store], env, tmp_path)
     with memvault.open(store) as a, memvault.open(clean) as b:
         assert a.counts() == b.counts()
+        assert a.fetch("SELECT count(*) FROM ingest_staging") == [(0,)], "dropped at the next start"
+        assert not a.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'ingest_stage_%'"
+        )
     assert _running(store) == []
 
 

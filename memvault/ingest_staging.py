@@ -1,0 +1,251 @@
+"""Where an ingest holds its input before it becomes visible: staging tables in the store.
+
+A large input is read chunk by chunk into staging tables of its own (one per record type,
+``ingest_stage_<id>_<table>``, made from the memory table it feeds, each row with its input
+line and its place in the input), checked there with SQL, and moved into the memory tables in
+one audited transaction at the end. So a process holds one chunk at a time, never the file,
+and the ingest stays all or nothing: until that transaction commits, nothing of the input is
+visible. Every ingest in progress is registered in ``ingest_staging`` with its process; the
+staging of one that died (killed, out of memory) is dropped by the next ingest or run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import polars as pl
+
+from memvault.errors import StoreError
+from memvault.interchange import MAPPINGS
+from memvault.normalize import utcnow
+from memvault.store import Store
+from memvault.store.backends import ident
+from memvault.store.liveness import HOST, abandoned_because, carrier_pid
+
+#: The input line of each staged row (for the problems found later); not a store column.
+LINE = "_line"
+#: Each staged row's place in the input (unique; the order rows are written in).
+SEQ = "_seq"
+#: The registry of ingests in progress.
+REGISTRY = "ingest_staging"
+
+
+def staging_table(ingest_id: str, type_name: str) -> str:
+    return ident(f"ingest_stage_{ingest_id}_{MAPPINGS[type_name].table}")
+
+
+class Staging:
+    """One ingest's staging tables: appended to chunk by chunk, read back in order, dropped
+    at the end (or by the next start, when the process died first)."""
+
+    def __init__(self, store: Store, source: str) -> None:
+        self.store = store
+        self.source = source
+        self.id = secrets.token_hex(6)
+        #: The columns staged for each record type (a subset of its table's), in order.
+        self.columns: dict[str, list[str]] = {}
+        self.rows: dict[str, int] = {}
+        self._seq = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Staging:
+        drop_abandoned_staging(self.store)
+        now = utcnow()
+        self.store.backend.execute(
+            f"INSERT INTO {REGISTRY} (id, source, host, pid, started_at, heartbeat_at) "
+            "VALUES (:id, :s, :h, :p, :t, :t)",
+            {"id": self.id, "s": self.source, "h": HOST, "p": carrier_pid(), "t": now},
+        )
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is None:
+            drop_staging(self.store, self.id)
+            return
+        # Failing already: a staging that cannot be dropped now is dropped at the next start.
+        with contextlib.suppress(Exception):
+            drop_staging(self.store, self.id)
+
+    def table(self, type_name: str) -> str:
+        return staging_table(self.id, type_name)
+
+    @property
+    def types(self) -> list[str]:
+        """The record types staged, in the order they are written."""
+        return list(self.columns)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def append(self, type_name: str, frame: pl.DataFrame) -> None:
+        """Stage rows of one record type (with their ``_line``), typed like their table."""
+        if frame.is_empty():
+            return
+        target = MAPPINGS[type_name].table
+        backend = self.store.backend
+        content = self.store.conform(target, frame.drop(LINE))
+        if type_name not in self.columns:
+            table = self.table(type_name)
+            unlogged = "UNLOGGED " if self.store.kind == "postgresql" else ""
+            # Typed like the memory table, without its constraints (the checks are ours).
+            backend.execute(
+                f"CREATE {unlogged}TABLE {table} AS SELECT * FROM {ident(target)} WHERE false"
+            )
+            backend.execute(f"ALTER TABLE {table} ADD COLUMN {LINE} BIGINT")
+            backend.execute(f"ALTER TABLE {table} ADD COLUMN {SEQ} BIGINT")
+            self.columns[type_name] = []
+        known = self.columns[type_name]
+        known.extend(c for c in content.columns if c not in known)
+        seq = pl.int_range(self._seq, self._seq + frame.height, eager=True, dtype=pl.Int64)
+        self._seq += frame.height
+        rows = content.with_columns(frame[LINE].cast(pl.Int64), seq.alias(SEQ))
+        with self.store.transaction():
+            backend.insert_df(self.table(type_name), rows, on_conflict="error")
+            backend.execute(
+                f"UPDATE {REGISTRY} SET heartbeat_at = :t WHERE id = :id",
+                {"t": utcnow(), "id": self.id},
+            )
+        self.rows[type_name] = self.rows.get(type_name, 0) + frame.height
+
+    def ready(self) -> None:
+        """Everything is staged: index the order rows are read back in (PostgreSQL reads a
+        page by it; DuckDB's appends are in that order already)."""
+        if self.store.kind == "postgresql":
+            for type_name in self.columns:
+                table = self.table(type_name)
+                self.store.backend.execute(f"CREATE INDEX ON {table} ({SEQ})")
+                self.store.backend.execute(f"ANALYZE {table}")
+
+    # -- checking ----------------------------------------------------------------------------
+
+    def clashes(self, type_name: str) -> str:
+        """SQL of the rows that repeat an earlier row's id with other content (``_line``,
+        ``id``, ``first``: the earlier row's line)."""
+        table = self.table(type_name)
+        differs = " OR ".join(
+            f"s.{ident(c)} IS DISTINCT FROM f.{ident(c)}" for c in self.columns[type_name]
+        )
+        return (
+            f"SELECT s.{LINE}, s.id, f.{LINE} AS first FROM {table} s "
+            f"JOIN (SELECT id, min({SEQ}) AS seq FROM {table} GROUP BY id HAVING count(*) > 1) d "
+            f"ON s.id = d.id JOIN {table} f ON f.{SEQ} = d.seq "
+            f"WHERE s.{SEQ} <> d.seq AND ({differs})"
+        )
+
+    def drop_repeats(self, type_name: str) -> int:
+        """Identical repeats of an id inside the input: all but the first are dropped."""
+        table = self.table(type_name)
+        [(repeats,)] = self.store.fetch(f"SELECT count(*) - count(DISTINCT id) FROM {table}")
+        if repeats:
+            self.store.backend.execute(
+                f"DELETE FROM {table} WHERE {SEQ} NOT IN "
+                f"(SELECT min({SEQ}) FROM {table} GROUP BY id)"
+            )
+            self.rows[type_name] -= int(repeats)
+        return int(repeats)
+
+    def unknown_references(self, type_name: str, column: str, kind_type: str) -> str | None:
+        """SQL of the rows whose ``column`` names a ``kind_type`` record that is neither in the
+        input nor in the store (``_line`` and ``ref``); None when the column is not staged."""
+        if column not in self.columns.get(type_name, ()):
+            return None
+        table, value = self.table(type_name), f"s.{ident(column)}"
+        target = ident(MAPPINGS[kind_type].table)
+        in_input = (
+            f" AND NOT EXISTS (SELECT 1 FROM {self.table(kind_type)} k WHERE k.id = {value})"
+            if kind_type in self.columns
+            else ""
+        )
+        return (
+            f"SELECT s.{LINE}, {value} AS ref FROM {table} s "
+            f"WHERE {value} IS NOT NULL AND {value} <> ''{in_input} "
+            f"AND NOT EXISTS (SELECT 1 FROM {target} k WHERE k.id = {value})"
+        )
+
+    def naming(self, type_name: str, column: str) -> str | None:
+        """SQL of the rows whose ``column`` is one of the values bound as ``:refs``."""
+        if column not in self.columns.get(type_name, ()):
+            return None
+        return (
+            f"SELECT {LINE}, {ident(column)} AS ref FROM {self.table(type_name)} "
+            f"WHERE {ident(column)} = ANY(:refs)"
+        )
+
+    # -- reading back ------------------------------------------------------------------------
+
+    def pages(
+        self, type_name: str, size: int, prepare: Callable[[pl.DataFrame], pl.DataFrame]
+    ) -> Iterator[pl.DataFrame]:
+        """The staged rows of a type in input order, ``size`` at a time (their staged columns
+        only, so a column the input did not set takes its table's default)."""
+        cols = ", ".join(ident(c) for c in self.columns[type_name])
+        table, after = self.table(type_name), -1
+        while True:
+            page = self.store.fetch_df(
+                f"SELECT {cols}, {SEQ} FROM {table} WHERE {SEQ} > :after "
+                f"ORDER BY {SEQ} LIMIT {int(size)}",
+                {"after": after},
+            )
+            if page.is_empty():
+                return
+            after = int(page[SEQ].max())  # type: ignore[arg-type]
+            yield prepare(page.drop(SEQ))
+
+
+def drop_staging(store: Store, ingest_id: str) -> None:
+    """Drop one ingest's staging tables and its registration."""
+    with store.transaction():
+        for type_name in MAPPINGS:
+            store.backend.execute(f"DROP TABLE IF EXISTS {staging_table(ingest_id, type_name)}")
+        store.backend.execute(f"DELETE FROM {REGISTRY} WHERE id = :id", {"id": ingest_id})
+
+
+def drop_abandoned_staging(store: Store) -> list[str]:
+    """Drop the staging of every ingest whose process is gone; returns their ids."""
+    try:
+        rows = store.fetch(f"SELECT id, host, pid, heartbeat_at FROM {REGISTRY}")
+    except Exception:  # a store not migrated yet (read-only, or an older version)
+        return []
+    now, dropped = utcnow(), []
+    for ingest_id, host, pid, heartbeat in rows:
+        if abandoned_because(host, pid, heartbeat, now) is not None:
+            drop_staging(store, str(ingest_id))
+            dropped.append(str(ingest_id))
+    return dropped
+
+
+#: DuckDB's cache while an ingest runs (``MEMVAULT_INGEST_MEMORY``): DuckDB keeps what it read
+#: and wrote cached up to its limit (80 % of the machine by default), so without a bound its
+#: memory would grow with the input.
+DEFAULT_INGEST_MEMORY = "1GB"
+
+
+@contextmanager
+def bounded_cache(store: Store) -> Iterator[None]:
+    """DuckDB's memory limit set to ``MEMVAULT_INGEST_MEMORY`` for the block, then put back."""
+    path = getattr(store.backend, "path", ":memory:")
+    if store.kind != "duckdb" or path == ":memory:":
+        yield
+        return
+    limit = os.environ.get("MEMVAULT_INGEST_MEMORY") or DEFAULT_INGEST_MEMORY
+    [(before,)] = store.fetch("SELECT current_setting('memory_limit')")
+    try:
+        store.backend.execute(f"SET memory_limit = '{_size(limit)}'")
+    except Exception as exc:
+        raise StoreError(f"MEMVAULT_INGEST_MEMORY={limit!r} is not a size such as 1GB") from exc
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            store.backend.execute(f"SET memory_limit = '{_size(str(before))}'")
+
+
+def _size(text: str) -> str:
+    """A memory size safe to splice into ``SET`` (digits, a dot, space and a unit only)."""
+    if not text or not all(ch.isalnum() or ch in ". " for ch in text):
+        raise StoreError(f"not a memory size: {text!r}")
+    return text
