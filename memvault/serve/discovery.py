@@ -72,6 +72,8 @@ def duckdb_path(store_url: str) -> Path | None:
     path = store_url[len("duckdb://") :] if store_url.startswith("duckdb://") else store_url[7:]
     if path in ("", "/:memory:", ":memory:"):
         return None
+    if path.startswith("//"):  # the same file as /abs (POSIX keeps a leading "//" apart)
+        path = "/" + path.lstrip("/")
     return Path(path).expanduser().absolute()
 
 

@@ -484,6 +484,8 @@ def connect(url: str, *, read_only: bool = False, detachable: bool = False) -> B
         path = url[len("duckdb://") :] if url.startswith("duckdb://") else url[len("duckdb:") :]
         if path in ("", "/:memory:", ":memory:"):
             path = ":memory:"
+        elif path.startswith("//"):  # duckdb:////abs (SQLAlchemy's spelling) is /abs, not //abs
+            path = "/" + path.lstrip("/")
         if detachable and not read_only and path != ":memory:":
             from memvault.store.attached import AttachedBackend
 

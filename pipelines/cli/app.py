@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -347,27 +346,40 @@ def demo(
         err.print(f"[red]failed:[/] {escape(line)}", highlight=False)
     runs = ", ".join(f"{job} {run_id}" for job, run_id in summary["dagster_runs"].items())
     out.print(f"\nDagster runs: {runs}")
-    out.print(f"store: {escape(summary['store'])}")
-    out.print(f"history file: {escape(summary['history_file'])}")
+    out.print(f"store: {escape(summary['store'])}", highlight=False)
+    out.print(f"history file: {escape(summary['history_file'])}", highlight=False)
     profile = summary.get("profile") or {}
     if profile.get("days"):
         out.print(
             f"daily profile: {profile['days']} days ({profile['first']} .. {profile['last']}) in "
-            f"{len(profile['runs'])} run(s) of profile_job; try `memvault profile`, "
-            "`memvault diary`, `memvault gaps`"
-        )
-    out.print(
-        f"open the UI: MEMVAULT_STORE={escape(summary['store'])} memvault ui   "
-        "(then http://127.0.0.1:3000)"
-    )
-    if profile.get("days"):
-        out.print(
-            "the partitions: Assets → profile → daily_snapshot (or diary_page, interest_7d …) → "
-            "Partitions; the runs: Runs, filtered by job profile_job"
+            f"{len(profile['runs'])} run(s) of profile_job",
+            highlight=False,
         )
     _print_lifecycle(summary.get("lifecycle") or {})
+    _print_next_steps(summary["next_steps"], bool(profile.get("days")))
     if not summary["success"]:
         raise typer.Exit(1)
+
+
+def _print_next_steps(steps: list[str], profiled: bool) -> None:
+    """One command a line, never wrapped, each with the demo's store: typed as printed (from
+    this directory, in a new shell) it answers from the demo's memory."""
+    out.print(
+        "\nnext steps, on the demo's store (your own default store is left as it is):",
+        highlight=False,
+    )
+    for step in steps:
+        out.print(f"  {step}", markup=False, highlight=False, soft_wrap=True)
+    where = (
+        "; the partitions: Assets → profile → daily_snapshot (or diary_page, interest_7d …) → "
+        "Partitions; the runs: Runs, filtered by job profile_job"
+        if profiled
+        else ""
+    )
+    out.print(
+        f"the last one serves Dagster's UI on http://127.0.0.1:3000 (Ctrl-C stops it){where}",
+        highlight=False,
+    )
 
 
 def _print_lifecycle(found: dict[str, Any]) -> None:
@@ -378,27 +390,28 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
     facts = "; ".join(asked["facts"]) or "no fact"
     out.print(
         f"recall {asked['query']!r}: {escape(facts)}; top memory: {escape(asked['top'] or 'none')} "
-        f"({asked['latency_ms']} ms; judged {asked['verdict']} against the history; `memvault "
-        f"recall QUERY`, `memvault feedback {asked['recall_id']} correct`)",
+        f"({asked['latency_ms']} ms; judged {asked['verdict']} against the history)",
         highlight=False,
     )
     tiers = ", ".join(f"{n} {t}" for t, n in found["tiers"].items())
     kept, twin = found["reinforced_block"], found["untouched_twin"]
-    out.print(
-        f"tiers: {tiers}; the early memory the owner keeps asking about ({kept[0]}) is {kept[1]}, "
-        f"its untouched twin ({twin[0]}) {twin[1]}",
-        highlight=False,
+    watched = (
+        f"; the early memory the owner keeps asking about ({kept[0]}) is {kept[1]}, "
+        f"its untouched twin ({twin[0]}) {twin[1]}"
+        if kept[0] and twin[0]
+        else ""
     )
+    out.print(f"tiers: {tiers}{watched}", highlight=False)
     out.print(
         f"preferences: {found['preferences_binding']} still bind, {found['preferences_stale']} "
-        "no longer (no new evidence for months; `memvault attitudes`)",
+        "no longer (no new evidence for months)",
         highlight=False,
     )
     skills = ", ".join(f"{name} {level}" for name, level in found["skills"].items())
-    out.print(f"skills: {skills} (`memvault skills`)", highlight=False)
+    out.print(f"skills: {escape(skills)}", highlight=False)
     inbox = ", ".join(f"{n} {kind}" for kind, n in found["inbox"].items()) or "nothing"
     out.print(
-        f"discoveries waiting in the inbox: {inbox} (`memvault inbox`); "
+        f"discoveries waiting in the inbox: {inbox}; "
         f"{found['prefetched_queries']} likely next queries prefetched",
         highlight=False,
     )
@@ -411,7 +424,9 @@ def ui(
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     store: StoreOpt = None,
 ) -> None:
-    """Serve Dagster's UI and daemon on memvault's code location (`dg dev`), DAGSTER_HOME=.dagster."""
+    """Serve Dagster's UI and daemon on memvault's code location (`dg dev`), DAGSTER_HOME=.dagster;
+    Ctrl-C stops it with every process it started."""
+    from memvault.supervise import run_supervised
     from pipelines.runner import dagster_home
 
     exe = str(Path(sys.executable).with_name("dg"))
@@ -424,9 +439,13 @@ def ui(
             f"DAGSTER_HOME {env['DAGSTER_HOME']})"
         )
     )
-    code = subprocess.call(
-        [exe, "dev", "-m", "pipelines.definitions", "--host", host, "--port", str(port)], env=env
+    code = run_supervised(
+        [exe, "dev", "-m", "pipelines.definitions", "--host", host, "--port", str(port)],
+        env=env,
+        say=common.note,
     )
+    if code > 128:  # stopped by a signal (Ctrl-C): every process it started has stopped
+        err.print("the Dagster UI stopped (webserver, daemon and code server with it)")
     raise typer.Exit(code)
 
 

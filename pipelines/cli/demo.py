@@ -11,6 +11,9 @@ Last, ``prefetch_job`` fills the read path's cache from the recalls and the prof
 from __future__ import annotations
 
 import datetime as dt
+import shlex
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 import memvault
 from memvault import clock
-from memvault.config import DEMO_STORE
+from memvault.config import DEMO_STORE, masked_url
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, save_settings
@@ -160,7 +163,7 @@ def run_demo(
         1 for versions in truth.preference_versions.values() if len(versions) > 1
     )
     return {
-        "store": url,
+        "store": shown_url(url),
         "history": {
             "employers": [span.value for span in truth.employer_timeline],
             "cities": [span.value for span in truth.city_timeline],
@@ -171,6 +174,7 @@ def run_demo(
             "changed_preferences": changed_preferences,
         },
         "history_file": str(history),
+        "next_steps": next_steps(url, lifecycle, profile),
         "records_generated": written,
         "success": success,
         "failures": failed,
@@ -237,3 +241,45 @@ def lifecycle_findings(url: str, truth: GroundTruth) -> dict[str, Any]:
         "inbox": {k: int(v) for k, v in inbox.items()},
         "prefetched_queries": int(prefetched),
     }
+
+
+def shown_url(url: str) -> str:
+    """The store URL as a person writes it: ``duckdb:////tmp/x`` is ``duckdb:///tmp/x``, a
+    password is masked (``MEMVAULT_STORE_PASSWORD`` holds it)."""
+    if url.startswith("duckdb:////"):
+        url = "duckdb:///" + url[len("duckdb://") :].lstrip("/")
+    return masked_url(url)
+
+
+def next_steps(url: str, found: dict[str, Any], profile: dict[str, Any]) -> list[str]:
+    """The commands the demo suggests, each carrying the demo's store: typed as printed, from
+    the directory the demo ran in, each answers from the demo's memory (a user's own default
+    store stays untouched). The UI comes last (it keeps running)."""
+    me, store = invoked_as(), shlex.quote(shown_url(url))
+    steps = []
+    if profile.get("days"):
+        steps += [f"{me} {command} --store {store}" for command in ("profile", "diary", "gaps")]
+    if found:
+        asked = found["recall"]
+        steps += [
+            f"{me} recall --store {store} {shlex.quote(asked['query'])}",
+            f"{me} feedback --store {store} {shlex.quote(asked['recall_id'])} correct",
+        ]
+        steps += [f"{me} {command} --store {store}" for command in ("attitudes", "skills", "inbox")]
+    return [*steps, f"{me} ui --store {store}"]
+
+
+def invoked_as() -> str:
+    """How to type ``memvault`` again from here: the bare name when that is the command on
+    PATH, else the path this one was started by (``.venv/bin/memvault``, as the README has
+    it, before the venv is activated)."""
+    given = Path(sys.argv[0])
+    if given.name != "memvault":  # python -m …, a test runner
+        return "memvault"
+    on_path = shutil.which("memvault")
+    if on_path and Path(on_path).resolve() == given.resolve():
+        return "memvault"
+    if given.is_absolute() and given.is_relative_to(Path.cwd()):
+        given = given.relative_to(Path.cwd())
+    typed = given.as_posix()
+    return shlex.quote(typed if "/" in typed else f"./{typed}")

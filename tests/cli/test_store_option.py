@@ -21,6 +21,7 @@ import typer
 from typer.testing import CliRunner
 
 import memvault
+import memvault.supervise
 from memvault.errors import MemvaultError
 from memvault.store import Store
 from pipelines.cli.app import app
@@ -156,14 +157,14 @@ def opened_urls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str | None]]:
         seen.append(store)
         raise MemvaultError(f"{STUBBED} of the demo")
 
-    def dg_dev(command: list[str], env: dict[str, str]) -> int:
+    def dg_dev(command: list[str], env: dict[str, str], **_: Any) -> int:
         seen.append(env["MEMVAULT_STORE"])
         return 0
 
     monkeypatch.setattr(Store, "open", classmethod(spy_open))
     monkeypatch.setattr(pipelines.runner, "run_job", launch)
     monkeypatch.setattr(pipelines.cli.demo, "run_demo", demo)
-    monkeypatch.setattr(pipelines.cli.app.subprocess, "call", dg_dev)
+    monkeypatch.setattr(memvault.supervise, "run_supervised", dg_dev)
     yield seen
 
 
