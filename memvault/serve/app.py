@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Callable
+import threading
 from typing import Any, Protocol
 
 import anyio
@@ -202,10 +202,27 @@ def http_app(
     return Gate(inner, guard, token, socket_token=socket_token, max_body=max_body)
 
 
-def run_stdio(mcp: MCPServer, on_stop: Callable[[], None] | None = None) -> None:
-    """Serve MCP on standard input and output until the client closes them."""
-    try:
-        anyio.run(mcp.run_stdio_async)
-    finally:
-        if on_stop is not None:
-            on_stop()
+def run_stdio(mcp: MCPServer) -> None:
+    """Serve MCP on standard input and output until the client closes them, or until this
+    thread is interrupted (Ctrl-C, or SIGTERM turned into one).
+
+    The SDK reads standard input in a worker thread that no cancellation can stop, so the
+    MCP loop runs in a thread of its own and this one only waits: an interrupt returns at
+    once, and the process ends (its cleanup done) without waiting for input that may never
+    come. The reading thread ends with the process."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def loop() -> None:
+        try:
+            anyio.run(mcp.run_stdio_async)
+        except BaseException as exc:  # said by the waiting thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=loop, name="memvault-stdio", daemon=True).start()
+    while not done.wait(0.5):
+        pass
+    if failure:
+        raise failure[0]

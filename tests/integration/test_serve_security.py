@@ -314,7 +314,7 @@ def test_every_endpoint_refuses_a_body_over_the_limit_without_reading_it(
     assert _counts(seeded_duck)["blocks"] == before["blocks"]
 
 
-def test_a_stopped_server_fails_the_shell_within_the_timeout_naming_it(
+def test_a_stopped_server_fails_the_shell_within_the_timeout_naming_it_and_sigterm_ends_it(
     seeded_duck: str, tmp_path: Path
 ) -> None:
     with _serving(seeded_duck, _env(tmp_path), log=tmp_path / "serve.log") as (process, _):
@@ -336,6 +336,12 @@ def test_a_stopped_server_fails_the_shell_within_the_timeout_naming_it(
         assert took < 3 + 10, took  # the timeout and a Python start, never minutes
         again = _cli(seeded_duck, tmp_path, "recall", "status of Quill", "--json")
         assert again.returncode == 0 and json.loads(again.stdout)["served_by"] == "server"
+        # SIGTERM ends a stdio server whose client says nothing (its input open, empty):
+        # it does not wait for input that never comes, and cleans up on its way out.
+        process.terminate()
+        assert process.wait(timeout=20) == 0
+        where = discovery.paths(seeded_duck)
+        assert where is not None and not where.info.exists() and not where.socket.exists()
 
 
 def test_serve_refuses_a_store_that_does_not_exist(tmp_path: Path) -> None:
