@@ -36,8 +36,9 @@ from memvault.recall.intent import classify_intent
 from memvault.recall.log import gap_hint, new_recall_id, write_recall
 from memvault.recall.relevance import TOP, Evidence, evidence
 from memvault.recall.result import CITES, Fact, RecallHit, RecallResult
+from memvault.recall.slots import FACT_COLUMNS as SLOT_FACT_COLUMNS
+from memvault.recall.slots import Slot, fact_value, slot_of
 from memvault.recall.slots import apply as apply_slot
-from memvault.recall.slots import slot_of
 from memvault.recall.text import words
 from memvault.store import Store
 
@@ -164,6 +165,21 @@ class Recaller:
             self.facts.check(store)
         return self.facts.currency(store, entity_ids, intent, block_ids)
 
+    def slot_facts(self, store: Store, entity_id: str, slot: Slot) -> list[dict[str, Any]]:
+        """The facts of ``entity_id`` that state a value of ``slot`` (see slots.py), cached
+        until a fact changes."""
+        if not self._facts_checked:
+            self.facts.check(store)
+        key = ("slot", entity_id, slot.name)
+        if (rows := self.facts.entries.get(key)) is None:
+            found = store.fetch_df(
+                f"SELECT {SLOT_FACT_COLUMNS} FROM triples WHERE subject_id = :s "
+                "AND predicate = ANY(:p) ORDER BY id",
+                {"s": entity_id, "p": list(slot.all_predicates)},
+            ).to_dicts()
+            rows = self.facts.entries[key] = [r for r in found if fact_value(slot, r)]
+        return list(rows)
+
     def entity_facts(self, store: Store, entity_ids: list[str], intent: str | None) -> list[Fact]:
         """The named entities' current facts a recall returns (the intent's first), cached."""
         if not self._facts_checked:
@@ -268,7 +284,8 @@ class Recaller:
         hits = rank_insights_below_sources(hits, lifted)
         if slot is not None and subject is not None:
             about = subject.about(index, hits)
-            hits = apply_slot(slot, hits, about, subject.words, currency)
+            facts = self.slot_facts(store, subject.entity, slot) if subject.entity else []
+            hits = apply_slot(slot, hits, about, subject.words, facts)
         hits.sort(key=lambda h: (-h.score, h.block_id))
         hits = hits[:limit]
         first = [h.block_id for h in hits[:TOP]]

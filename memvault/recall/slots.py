@@ -12,15 +12,17 @@ names, or the owner) is answered this way:
    (:meth:`Slot.value_entities`, :meth:`~memvault.recall.index.SearchIndex.co_mentioning`);
 2. a memory states the slot's value when it mentions the subject (or the subject said it)
    and the slot's rule reads a value from its text (:meth:`Slot.value`);
-3. of those, the latest (by when it was said) is current: it ranks first; every older one
-   whose value differs is marked ``older`` with ``superseded_by`` (the current memory's id)
-   and ranks at ``STALE_FACTOR`` of its score below it. An older memory that says the same
-   value is a restatement, left as it is.
+3. of those, the latest (by when it was said) gives the current value: the memories that
+   state it come first, in their own order (the change itself, "switched to VS Code", and
+   any restatement of it); every one that states another value is marked ``older`` with
+   ``superseded_by`` (the first current memory's id) and ranks at ``STALE_FACTOR`` of its
+   score below them.
 
-Where the night has recorded the slot's facts (triples with ``valid_at``/``invalid_at``, see
-:mod:`memvault.recall.currency`), the facts decide instead of the text: the block a current
-fact was read from is current, a block whose facts were all superseded is older. A slot's
-values are read from plain words: no model, nothing tuned to one data set's phrasing.
+Where the night has recorded a change of the slot (a fact of its predicates invalidated by a
+newer one: the editor preference "uses Neovim" retired by "switched to VS Code"), the facts
+give the current value instead of the latest sentence (:func:`timeline_value`), and a block
+a fact was read from states that fact's value. A slot's values are read from plain words: no
+model, nothing tuned to one data set's phrasing.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 import weakref
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from memvault.recall.currency import STALE_FACTOR, Currency
+from memvault.recall.currency import STALE_FACTOR
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.result import RecallHit
 from memvault.recall.text import words
@@ -123,6 +126,13 @@ class Slot:
     entity_types: tuple[str, ...] = ()
     #: Value names looked up as entities, for finding candidates.
     names: tuple[str, ...] = ()
+    #: Other predicates whose facts can state its value (read from their object: a
+    #: preference "switched to VS Code", a tool used).
+    fact_predicates: tuple[str, ...] = ()
+
+    @property
+    def all_predicates(self) -> tuple[str, ...]:
+        return self.predicates + self.fact_predicates
 
     def value(self, text: str, subject_words: Collection[str] = ()) -> str | None:
         """The value ``text`` states for this slot about the subject (folded), or None: read
@@ -183,7 +193,7 @@ SLOTS: tuple[Slot, ...] = (
     Slot("role", re.compile(r"\b(for a living|job title|occupation|profession|what is \S+ job|what job|role|position)\b", re.I),
          _role, predicates=("has_role",)),
     Slot("editor", re.compile(r"\b(editor|ide|code in|coding in|write code in)\b", re.I), _editor,
-         names=EDITORS),
+         names=EDITORS, fact_predicates=("prefers", "uses_tool")),
     Slot("home", re.compile(r"\b(live|lives|lived|reside\w*|home town|hometown|based)\b|\bliving (in|at|near)\b", re.I),
          _named(_HOME_CUE, _HOME_VALUE), predicates=("lives_in",), entity_types=("place",)),
     Slot("employer", re.compile(r"\b(employer|company|works? (at|for)|employed|job at)\b|\bwhere (does|do|did) (\S+ )?work\b", re.I),
@@ -206,64 +216,91 @@ class Statement:
     said_at: dt.datetime | None
 
 
+#: The columns of a slot fact (see :func:`timeline_value`).
+FACT_COLUMNS = "predicate, object, valid_at, invalid_at, expired_at, status, source_block"
+
+
 def apply(
     slot: Slot,
     hits: list[RecallHit],
     about_subject: Collection[str],
     subject_words: Collection[str],
-    currency: Currency | None = None,
+    facts: Sequence[Mapping[str, Any]] = (),
 ) -> list[RecallHit]:
-    """``hits`` with the slot's current memory lifted first and the older ones marked and
-    lowered (see the module's docstring). ``about_subject``: the hits that mention the
-    subject or were said by it; ``subject_words``: the words of its name."""
-    by_facts = _by_facts(slot, hits, currency)
-    if by_facts is not None:
-        latest, older = by_facts
-    else:
-        statements = [
-            Statement(h.block_id, slot.value(h.text, subject_words), h.created_at)
-            for h in hits
-            if h.block_id in about_subject and h.kind != "insight"
-        ]
-        statements = [s for s in statements if s.value is not None and s.said_at is not None]
-        if not statements:
-            return hits
-        statements.sort(key=lambda s: (s.said_at, s.block_id))
-        current = statements[-1]
-        latest = current.block_id
-        older = {s.block_id for s in statements[:-1] if s.value != current.value}
-    return _reranked(hits, latest, older)
+    """``hits`` with the memories stating the slot's current value lifted first and those
+    stating another one marked and lowered (see the module's docstring).
 
-
-def _by_facts(
-    slot: Slot, hits: Sequence[RecallHit], currency: Currency | None
-) -> tuple[str, set[str]] | None:
-    """(the current block, the older blocks) as the night's facts of the slot say, or None
-    when no fact of the slot's predicates is recorded for the subject."""
-    if currency is None or not slot.predicates:
-        return None
-    facts = [f for f in currency.entity_facts if f["predicate"] in slot.predicates]
-    current = [f for f in currency.current_facts if f["predicate"] in slot.predicates]
-    sources = [str(f["source_block"]) for f in current if f["source_block"]]
-    if not facts or not sources:
-        return None
-    shown = {h.block_id for h in hits}
-    latest = next((s for s in sources if s in shown), sources[0])
-    older = {h.block_id for h in hits if h.superseded_since is not None}
-    return latest, older
-
-
-def _reranked(hits: list[RecallHit], latest: str, older: set[str]) -> list[RecallHit]:
-    others = [h.score for h in hits if h.block_id != latest]
-    top = max(others, default=0.0)
-    out = []
+    ``about_subject``: the hits that mention the subject or were said by it;
+    ``subject_words``: the words of its name; ``facts``: the subject's facts of the slot's
+    predicates (:data:`FACT_COLUMNS`), when it is an entity."""
+    by_source = {str(f["source_block"]): v for f in facts if f["source_block"] and (v := fact_value(slot, f))}  # fmt: skip
+    statements = []
     for hit in hits:
-        if hit.block_id == latest and hit.score <= top:
-            hit = hit.model_copy(update={"score": round(top + MARGIN, 6)})
-        elif hit.block_id in older:
+        if hit.kind == "insight" or hit.created_at is None:
+            continue
+        value = by_source.get(hit.block_id)
+        if value is None and hit.block_id in about_subject:
+            value = slot.value(hit.text, subject_words)
+        if value is not None:
+            statements.append(Statement(hit.block_id, value, hit.created_at))
+    if not statements:
+        return hits
+    statements.sort(key=lambda s: (s.said_at, s.block_id))
+    now = timeline_value(slot, facts) or statements[-1].value
+    current = {s.block_id for s in statements if s.value == now}
+    older = {s.block_id for s in statements} - current
+    return _reranked(hits, current, older)
+
+
+def fact_value(slot: Slot, fact: Mapping[str, Any]) -> str | None:
+    """The slot's value a fact states: its object as the slot reads it ("switched to VS Code
+    for the debugger": vs code), else the object itself for a predicate of the slot's own."""
+    obj = str(fact["object"] or "")
+    value = slot.read(obj)
+    if value is None and fact["predicate"] in slot.predicates:
+        value = obj.strip().casefold() or None
+    return value
+
+
+def timeline_value(slot: Slot, facts: Sequence[Mapping[str, Any]]) -> str | None:
+    """The slot's current value as the night's facts tell it, or None when they tell no
+    change: among the predicates with a superseded fact of the slot (a timeline the night
+    wrote), the value of the current fact that became true last."""
+    stated = [(f, v) for f in facts if (v := fact_value(slot, f))]
+    changed = {f["predicate"] for f, _ in stated if f["invalid_at"] is not None and f["status"] == "superseded"}  # fmt: skip
+    holding = [
+        (f["valid_at"], v)
+        for f, v in stated
+        if f["predicate"] in changed
+        and f["status"] in ("active", "merged")
+        and f["invalid_at"] is None
+        and f["expired_at"] is None
+        and f["valid_at"] is not None
+    ]
+    return max(holding)[1] if holding else None
+
+
+def _reranked(hits: list[RecallHit], current: set[str], older: set[str]) -> list[RecallHit]:
+    """The ``current`` memories first, in their own order (each lifted alike), the ``older``
+    ones marked (``superseded_by`` the first current one) and lowered."""
+    mine = [h.score for h in hits if h.block_id in current]
+    others = [h.score for h in hits if h.block_id not in current]
+    lift = 0.0
+    if mine and others and min(mine) <= max(others):
+        lift = max(others) - min(mine) + MARGIN
+    lifted = [
+        h.model_copy(update={"score": round(h.score + lift, 6)}) if h.block_id in current else h
+        for h in hits
+    ]
+    lead = min((h for h in lifted if h.block_id in current), key=lambda h: (-h.score, h.block_id), default=None)  # fmt: skip
+    if lead is None:
+        return lifted
+    out = []
+    for hit in lifted:
+        if hit.block_id in older:
             lowered = hit.score * STALE_FACTOR if hit.score > 0 else hit.score
             hit = hit.model_copy(
-                update={"score": round(lowered, 6), "older": True, "superseded_by": latest}
+                update={"score": round(lowered, 6), "older": True, "superseded_by": lead.block_id}
             )
         out.append(hit)
     return out

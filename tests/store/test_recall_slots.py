@@ -10,7 +10,14 @@ from pathlib import Path
 from memvault.embed import HashingEmbedder
 from memvault.judge import ScriptedJudge
 from memvault.recall import Recaller
-from memvault.records import BlockRecord, EntityRecord, MentionRecord, Record, SessionRecord
+from memvault.records import (
+    BlockRecord,
+    EntityRecord,
+    MentionRecord,
+    Record,
+    SessionRecord,
+    TripleRecord,
+)
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, plan_conflicts
 from memvault.vectors import embed_missing
@@ -84,9 +91,10 @@ def test_the_same_value_said_again_is_no_change(store: Store, tmp_path: Path) ->
     add_records(store, [*_records(), again, mention], tmp_path / "slots.jsonl")
     result = _recaller().recall(store, "what editor does Ada use", limit=10, now=NOVEMBER + dt.timedelta(days=3))  # fmt: skip
     hits = {h.block_id: h for h in result.results}
-    assert result.results[0].block_id == "b_vscode_again"
-    assert hits["b_vscode"].older is False  # a restatement, not superseded
-    assert hits["b_nvim"].superseded_by == "b_vscode_again"
+    # both say what holds now: they come first, in their search order, neither marked
+    assert {h.block_id for h in result.results[:2]} == {"b_vscode", "b_vscode_again"}
+    assert not hits["b_vscode"].older and not hits["b_vscode_again"].older
+    assert hits["b_nvim"].superseded_by == result.results[0].block_id
 
 
 def test_with_the_nights_facts_the_facts_decide_and_mark_the_older_memory(
@@ -98,6 +106,34 @@ def test_with_the_nights_facts_the_facts_decide_and_mark_the_older_memory(
     hits = {h.block_id: h for h in result.results}
     assert result.results[0].block_id == "b_tyrell"
     assert hits["b_initech"].older is True and hits["b_initech"].superseded_by == "b_tyrell"
+
+
+def test_the_nights_preference_chain_decides_over_a_later_passing_mention(
+    store: Store, tmp_path: Path
+) -> None:
+    """The demo's case: the night recorded the editor preference changing (Neovim, then VS
+    Code: the older fact invalidated); a December side note still says Ada uses Neovim (a
+    tool she has, not the editor she prefers now). The chain decides: VS Code first, both
+    Neovim memories marked older."""
+    december = NOVEMBER + dt.timedelta(days=10)
+    note = BlockRecord(id="b_note", session_id="s-slots", created_at=december,
+                       text="Rolled back the release. I also saw that Ada Lovelace uses Neovim.")  # fmt: skip
+    facts = [
+        TripleRecord(subject="ent_ada", predicate="prefers", object="uses Neovim with a small config",
+                     valid_at=JULY, invalid_at=NOVEMBER, status="superseded", created_at=JULY,
+                     source_session="s-slots", source_block="b_nvim"),
+        TripleRecord(subject="ent_ada", predicate="prefers", object="switched to VS Code for the debugger",
+                     valid_at=NOVEMBER, created_at=NOVEMBER, source_session="s-slots", source_block="b_vscode"),
+        TripleRecord(subject="ent_ada", predicate="uses_tool", object="Neovim", object_id="ent_nvim",
+                     valid_at=december, created_at=december, source_session="s-slots", source_block="b_note"),
+    ]  # fmt: skip
+    mention = MentionRecord(entity="ent_ada", block_id="b_note", session_id="s-slots", mentioned_at=december)  # fmt: skip
+    add_records(store, [*_records(), note, mention, *facts], tmp_path / "slots.jsonl")
+    result = _recaller().recall(store, "what editor does Ada use", limit=10, now=december)
+    hits = {h.block_id: h for h in result.results}
+    assert result.results[0].block_id == "b_vscode", [h.block_id for h in result.results]
+    for older in ("b_nvim", "b_note"):
+        assert hits[older].older is True and hits[older].superseded_by == "b_vscode"
 
 
 # --------------------------------------------------------------------------- a weak match
