@@ -396,6 +396,21 @@ def _split_long_blocks(items: list[Numbered]) -> tuple[list[Numbered], int]:
     return out, split
 
 
+def checked_frames(store: Store, items: Iterable[Numbered], source: str) -> dict[str, pl.DataFrame]:
+    """A few records checked as an ingest checks them (references resolved against the input
+    and the store), as one frame per type, written nowhere: for a caller that writes them
+    itself inside its own transaction. Raises IngestError as an ingest does."""
+    with Staging(store, source) as staging:
+        read = stage(items, staging)
+        names = prepare(store, staging, read, source)
+        return {
+            t: pl.concat(
+                list(staging.pages(t, WRITE_ROWS, _renamer(t, names))), how="diagonal_relaxed"
+            )
+            for t in staging.types
+        }
+
+
 # -- writing ---------------------------------------------------------------------------------
 
 

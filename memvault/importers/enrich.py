@@ -362,10 +362,10 @@ def apply_extracted(store: Store, m: Mutation, item: ReviewItem, verdict: Verdic
     resolved as an import would), "wrong" leaves the store as it is."""
     if verdict == "wrong":
         return "the fact was not stored"
-    from memvault.ingest import Numbered, prepare, stage
+    from memvault.ingest import Numbered, checked_frames
 
     record = TripleRecord.model_validate(item.proposal["record"])
-    frames = prepare(store, stage([Numbered(1, record)]), f"review {item.id}")
+    frames = checked_frames(store, [Numbered(1, record)], f"review {item.id}")
     inserted = m.insert(
         "triples",
         frames["triple"],
