@@ -9,7 +9,9 @@ before its intent is classified.
 
 The owner (the person mentioned most) is implied: a question about where
 they work or live, or about their preferences, names them even when it does
-not say their name, and "how does Ada know Sam" is about Sam.
+not say their name, and "how does Ada know Sam" is about Sam. A question that
+names a speaker no entity stands for (a name seen only before the colon of
+``Name: text`` turns) is about that speaker, not the owner.
 """
 
 from __future__ import annotations
@@ -127,13 +129,17 @@ class EntityMatcher:
 OWNER_INTENTS = frozenset({"employer_lookup", "location_lookup", "preference_lookup"})
 
 
-def resolve_owner(match: EntityMatch, intent: str | None, owner: str | None) -> list[str]:
-    """The entity ids of the query's signature, the owner implied or dropped as the demo asks."""
+def resolve_owner(
+    match: EntityMatch, intent: str | None, owner: str | None, *, speaker_named: bool = False
+) -> list[str]:
+    """The entity ids of the query's signature, the owner implied or dropped as the demo asks.
+    ``speaker_named``: the query names a speaker no entity stands for ("what food does elise
+    like?"); then it is about them, and the owner is not implied."""
     ids = match.ids
     if owner is None:
         return ids
     if len(ids) > 1 and owner in ids:
         return [i for i in ids if i != owner]
-    if not ids and intent in OWNER_INTENTS:
+    if not ids and intent in OWNER_INTENTS and not speaker_named:
         return [owner]
     return ids

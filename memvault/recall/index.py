@@ -40,6 +40,7 @@ from memvault.recall.context import (
 )
 from memvault.recall.dates import days_asked, days_meant, with_dates
 from memvault.recall.entities import EntityMatcher
+from memvault.recall.expand import Links, expand
 from memvault.recall.fusion import Signals, fuse_parts
 from memvault.recall.keywords import KeywordIndex
 from memvault.recall.speakers import (
@@ -377,6 +378,8 @@ class SearchIndex:
     _insights: set[str] | None = field(default=None, repr=False)
     #: The latest change times read, and the rows read at them (see :class:`Seen`).
     seen: Seen = field(default_factory=Seen, repr=False)
+    #: What links blocks for the expansion from the best hits (see :meth:`links`).
+    _links: Links | None = field(default=None, repr=False)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -487,6 +490,7 @@ class SearchIndex:
         )
         self._relink(store, touched)
         self._people = self._insights = None
+        self._links = None
         if now.feedback != old.feedback:
             self.feedback = _feedback(store)
         self.marks = now
@@ -695,6 +699,27 @@ class SearchIndex:
             out[ok] = seg.vectors[rows[ok]]
         return out
 
+    def links(self, segs: list[Segment]) -> Links:
+        """What links the blocks of ``segs`` (end to end): built on first use after a build
+        or a refresh."""
+        if self._links is None:
+            parts: dict[str, list[np.ndarray]] = {}
+            codes: dict[str, int] = {}
+            sessions: list[int] = []
+            vectors = []
+            offset = 0
+            for seg in segs:
+                for eid, rows in seg.mentions.items():
+                    parts.setdefault(eid, []).append(rows + offset)
+                shown = seg.shown
+                ids = shown["session_id"].to_list() if shown is not None else [None] * seg.size
+                sessions += [-1 if s is None else codes.setdefault(s, len(codes)) for s in ids]
+                vectors.append((offset, seg.vectors, seg.has_vector))
+                offset += seg.size
+            mentions = {e: np.concatenate(r) for e, r in parts.items()}
+            self._links = Links.build(mentions, np.asarray(sessions, dtype=np.int64), vectors)
+        return self._links
+
     @property
     def has_vectors(self) -> bool:
         return bool(self.main.has_vector.any() or self.delta.has_vector.any())
@@ -736,6 +761,7 @@ class SearchIndex:
         base, bonus = fuse_parts(signals)
         said = with_questions_lowered(with_replies(base, replies), question)
         total = np.where(live, said + bonus, -np.inf)
+        total = expand(total, self.links(segs), entity_ids, live)
         k = min(top, len(total))
         best = np.argpartition(-total, k - 1)[:k]
         best = best[np.argsort(-total[best], kind="stable")]
@@ -788,6 +814,14 @@ class SearchIndex:
         # best first, ties by id (the order of ``sorted`` by (-score, id))
         order = np.lexsort((np.asarray(ids, dtype=str), -score))
         return [(ids[i], s) for i, s in zip(order.tolist(), score[order].tolist(), strict=True)]
+
+    def names_a_speaker(self, query: str) -> bool:
+        """Whether ``query`` names a speaker no entity stands for (see speakers.py)."""
+        named = speakers_named(query, {k for seg in (self.main, self.delta) for k in seg.said})
+        return any(
+            self.matcher.names.get(key) is None and self.matcher.first_names.get(key[0]) is None
+            for key in named
+        )
 
     def _speakers(
         self, segs: list[Segment], query: str, entity_ids: list[str]

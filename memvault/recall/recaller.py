@@ -199,7 +199,9 @@ class Recaller:
         index = index or self.ready(store)
         match = index.matcher.match(query)
         intent = classify_intent(match.rest)
-        ids = resolve_owner(match, intent, index.matcher.owner)
+        ids = resolve_owner(
+            match, intent, index.matcher.owner, speaker_named=index.names_a_speaker(query)
+        )
         names = {i: index.matcher.by_id[i].name for i in ids if i in index.matcher.by_id}
         return intent, ids, names
 

@@ -211,3 +211,24 @@ def test_a_memory_said_again_word_for_word_is_shown_once_before_the_next_one(
     assert len(copies) == 3, ranked
     # one copy first, then the other memory, then the repeats
     assert ranked.index(copies[0]) < ranked.index("b_moved") < ranked.index(copies[1])
+
+
+def test_a_question_naming_a_speaker_is_about_them_not_the_owner(store: Store, tmp_path: Path) -> None:  # fmt: skip
+    """The owner (the person mentioned most) is implied by "where does … live?" only when
+    the question names nobody: a speaker no entity stands for ("elise: …") is somebody."""
+    texts = {
+        "b_tom": "Melanie: Tom lives in a small flat in Porto, near the river.",
+        "b_tom2": "Melanie: Tom says the flat in Porto is cold.",
+        "b_elise": "elise: I live in a tiny studio in Denver now.",
+        "b_elise2": "elise: The studio is small but I like it.",
+        **FILLER,
+    }
+    tom = [EntityRecord(id="ent_tom", name="Tom", entity_type="person")]
+    tom += [MentionRecord(entity="ent_tom", block_id=b, session_id="s1", mentioned_at=SAID) for b in ("b_tom", "b_tom2")]  # fmt: skip
+    _fill(store, tmp_path, texts, tom)
+    recaller = Recaller(HashingEmbedder())
+    embed_missing(store, HashingEmbedder(), kinds=("block",))
+    assert recaller.recall(store, "Where does the owner live?", record=False).entities == ["ent_tom"]  # fmt: skip
+    got = recaller.recall(store, "Where does Elise live?", record=False)
+    assert got.entities == []
+    assert got.results[0].block_id == "b_elise"

@@ -1,0 +1,137 @@
+"""Expansion from the best hits: the other turns of an answer spread over several sessions.
+
+A question whose answer is gathered from turns said weeks apart ("what does Ada's brother do
+in the city he moved to?": "my brother Tom moved to Porto", then, in a later conversation,
+"Tom got a job at a bakery there") finds the turn that shares its words and misses the one
+that shares only the bridge: an entity the first turn names. So once every block is scored,
+the best few (the *seeds*) lend a share of their score to the blocks of *other* sessions that
+mention one of their entities. Not through:
+
+* an entity the query names: the entity bonus already counts it;
+* a hub: an entity mentioned by many blocks (a speaker, the owner) links everything;
+* a block of the seed's own session: the chatter around a match shares its entities too
+  (lifting a session's neighbours was measured and lost, docs/recall.md);
+* a repeat of the seed (a vector all but equal to the seed's): it tells nothing new.
+
+Each block takes the largest lift any seed gives it; a seed is lifted only by the others.
+The dream's entity graph (personalized PageRank from the query's and the seeds' entities,
+its communities) and a seed's nearest vectors were measured as bridges too, and lost on the
+real conversations (docs/recall.md): only the entity a seed itself names is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: The best blocks expanded from.
+SEEDS = 3
+#: Share of a seed's score a block of another session mentioning one of its entities gains.
+SHARE = 0.3
+#: An entity mentioned by more blocks than this share of the store (at least ``HUB_MIN``, at
+#: most ``HUB_MAX`` blocks) is a hub: it links everything, so it lifts nothing.
+HUB_SHARE = 0.02
+HUB_MIN = 5
+HUB_MAX = 50
+#: A block whose vector is at least this close to the seed's is a repeat of it.
+REPEAT_COSINE = 0.98
+
+
+@dataclass
+class Links:
+    """What links blocks, over the rows of the index end to end."""
+
+    #: entity id -> the rows that mention it
+    mentions: dict[str, np.ndarray]
+    #: the entity ids of ``mentions``, and per row the codes (positions in it) of the entities
+    #: the row mentions: ``codes[starts[r]:starts[r + 1]]``
+    entity_ids: list[str]
+    codes: np.ndarray
+    starts: np.ndarray
+    #: per row, its session (a code; -1 for none)
+    sessions: np.ndarray
+    #: the vectors of the rows, in parts end to end: (first row, vectors or None, has vector)
+    vectors: Sequence[tuple[int, np.ndarray | None, np.ndarray]] = ()
+
+    @classmethod
+    def build(
+        cls,
+        mentions: dict[str, np.ndarray],
+        sessions: np.ndarray,
+        vectors: Sequence[tuple[int, np.ndarray | None, np.ndarray]] = (),
+    ) -> Links:
+        """Links of ``len(sessions)`` rows from entity -> rows (the row -> entities side
+        is built in one sort, whatever the number of mentions)."""
+        ids = sorted(mentions)
+        n = len(sessions)
+        if ids:
+            rows = np.concatenate([mentions[e] for e in ids]).astype(np.int64)
+            code = np.repeat(np.arange(len(ids)), [len(mentions[e]) for e in ids])
+        else:
+            rows = code = np.zeros(0, dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        rows, code = rows[order], code[order]
+        starts = np.searchsorted(rows, np.arange(n + 1))
+        return cls(mentions, ids, code, starts, sessions, vectors)
+
+    def entities_of(self, row: int) -> list[str]:
+        return [self.entity_ids[c] for c in self.codes[self.starts[row] : self.starts[row + 1]]]
+
+    def vector(self, row: int) -> np.ndarray | None:
+        for first, vectors, has in self.vectors:
+            if first <= row < first + len(has):
+                return vectors[row - first] if vectors is not None and has[row - first] else None
+        return None
+
+    def repeats(self, rows: np.ndarray, of: int) -> np.ndarray:
+        """Which of ``rows`` have a vector all but equal to row ``of``'s (a repeat of it)."""
+        out = np.zeros(len(rows), dtype=bool)
+        seed = self.vector(of)
+        if seed is None:
+            return out
+        for first, vectors, has in self.vectors:
+            at = (rows >= first) & (rows < first + len(has))
+            if vectors is None or not at.any():
+                continue
+            local = rows[at] - first
+            out[at] = has[local] & (vectors[local] @ seed >= REPEAT_COSINE)
+        return out
+
+
+def hub_size(blocks: int) -> float:
+    """The most blocks an entity may be mentioned by and still bridge."""
+    return max(HUB_MIN, min(HUB_SHARE * blocks, HUB_MAX))
+
+
+def expand(
+    total: np.ndarray, links: Links, named: Sequence[str] = (), live: np.ndarray | None = None
+) -> np.ndarray:
+    """``total`` (the score of every row; ``-inf`` for no evidence or not ``live``) with each
+    live block lifted by the best seed it is linked to (see the module's docstring). A block
+    with no evidence of its own counts from 0 (the usual): the bridge is its evidence."""
+    finite = np.isfinite(total)
+    live = finite if live is None else live
+    if SEEDS <= 0 or SHARE <= 0 or not finite.any():
+        return total
+    k = min(SEEDS, int(finite.sum()))
+    best = np.argpartition(-np.where(finite, total, -np.inf), k - 1)[:k]
+    seeds = [int(r) for r in best[np.argsort(-total[best], kind="stable")] if total[r] > 0]
+    lift = np.zeros_like(total)
+    hub = hub_size(int(live.sum()))
+    skip = set(named)
+    for s in seeds:
+        gain = SHARE * float(total[s])
+        for eid in links.entities_of(s):
+            rows = links.mentions.get(eid)
+            if eid in skip or rows is None or len(rows) > hub:
+                continue
+            keep = rows != s
+            if links.sessions[s] >= 0:
+                keep &= links.sessions[rows] != links.sessions[s]
+            rows = rows[keep]
+            rows = rows[~links.repeats(rows, s)]
+            lift[rows] = np.maximum(lift[rows], gain)
+    lifted = live & (lift > 0)
+    return np.where(lifted, np.where(finite, total, 0.0) + lift, total)
