@@ -58,28 +58,32 @@ class Mutation:
     def _log(
         self,
         table: str,
-        action: str,
+        action: str | pl.Series,
         ids: list[str],
         before: list[str | None] | pl.Series,
         after: list[str | None] | pl.Series,
-        reason: str | None,
+        reason: str | pl.Series | None,
     ) -> None:
+        """Audit rows for one table's changes, in one append; ``action`` and ``reason`` are
+        one for all, or one per row."""
         if not ids:
             return
+        actions = action if isinstance(action, pl.Series) else pl.Series([action] * len(ids))
+        reasons = reason if isinstance(reason, pl.Series) else pl.Series([reason] * len(ids))
         log = pl.DataFrame(
             {
                 "run_id": [self.run_id] * len(ids),
                 "phase": [self.phase] * len(ids),
-                "action": [action] * len(ids),
+                "action": actions.cast(pl.Utf8),
                 "target_table": [table] * len(ids),
                 "target_id": ids,
                 "before_image": pl.Series(before, dtype=pl.Utf8),
                 "after_image": pl.Series(after, dtype=pl.Utf8),
-                "reason": pl.Series([reason] * len(ids), dtype=pl.Utf8),
+                "reason": reasons.cast(pl.Utf8),
             }
         )
         append_audit(self.store, log)
-        self.actions[action] += len(ids)
+        self.actions.update(actions.to_list())
 
     @staticmethod
     def _check(table: str) -> None:
@@ -106,12 +110,34 @@ class Mutation:
         return [str(i) for i in inserted]
 
     def update_many(
-        self, table: str, changes: pl.DataFrame, *, action: str, reason: str | None = None
+        self,
+        table: str,
+        changes: pl.DataFrame,
+        *,
+        action: str | pl.Series,
+        reason: str | pl.Series | None = None,
     ) -> int:
-        """Apply per-row changes (an ``id`` column plus the columns to set). Returns rows changed."""
+        """Apply per-row changes (an ``id`` column plus the columns to set) in one statement,
+        audited in one append. ``action`` and ``reason``: one for every row, or a series in the
+        rows' order (a batch of differently labelled changes is still one write). Returns rows
+        changed."""
         self._check(table)
         if changes.is_empty():
             return 0
+        labels = None
+        if isinstance(action, pl.Series) or isinstance(reason, pl.Series):
+            labels = pl.DataFrame(
+                {
+                    "id": changes["id"].cast(pl.Utf8),
+                    "_action": action
+                    if isinstance(action, pl.Series)
+                    else [action] * changes.height,
+                    "_reason": pl.Series(
+                        reason if isinstance(reason, pl.Series) else [reason] * changes.height,
+                        dtype=pl.Utf8,
+                    ),
+                }
+            )
         changes = self.store.conform(table, changes)
         backend = self.store.backend
         with backend.staged(table, changes) as staging:
@@ -123,6 +149,9 @@ class Mutation:
             backend.execute(_update_from_sql(table, changes.columns, staging))
         before = self.store.conform(table, before)
         after = before.update(changes, on="id")
+        if labels is not None:
+            aligned = before.select("id").join(labels, on="id", how="left", maintain_order="left")
+            action, reason = aligned["_action"], aligned["_reason"]
         self._log(table, action, before["id"].to_list(), images(before), images(after), reason)
         return before.height
 

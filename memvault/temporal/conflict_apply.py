@@ -29,7 +29,7 @@ from memvault.temporal.conflict_model import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    pass
 
 #: The triple columns a conflict action may change.
 CHANGED: dict[str, pl.DataType] = {
@@ -80,19 +80,35 @@ def parse_lineage(text: str | None) -> list[dict[str, Any]]:
     return value if isinstance(value, list) else []
 
 
-def canonical_lineage(entries: Iterable[dict[str, Any]]) -> str:
-    """Lineage as stored: de-duplicated and in a fixed order, so the order of merges does not matter."""
-    unique = {json.dumps(e, sort_keys=True, ensure_ascii=False): e for e in entries}
-    ordered = sorted(
-        unique.values(),
-        key=lambda e: (
-            str(e.get("valid_at") or ""),
-            str(e.get("created_at") or ""),
-            str(e.get("id") or ""),
-            str(e.get("object") or ""),
-        ),
+#: The order lineage entries are stored in (absent values sort first, as empty text).
+_LINEAGE_ORDER = ("valid_at", "created_at", "id", "object")
+
+
+def canonical_lineages(entries: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Lineage as stored, for many rows at once: each row's entries de-duplicated and in a
+    fixed order, so the order of merges does not matter. Each entry is encoded once; the
+    de-duplication, ordering and joining run as columns over the whole batch."""
+    rows: list[str] = []
+    texts: list[str] = []
+    keys: dict[str, list[str]] = {k: [] for k in _LINEAGE_ORDER}
+    for row_id, row_entries in entries.items():
+        for e in row_entries:
+            rows.append(row_id)
+            texts.append(json.dumps(e, sort_keys=True, ensure_ascii=False))
+            for k in _LINEAGE_ORDER:
+                keys[k].append(str(e.get(k) or ""))
+    if not rows:
+        return dict.fromkeys(entries, "[]")
+    frame = pl.DataFrame({"row": rows, "text": texts, **keys}, schema_overrides={"row": pl.Utf8})
+    joined = (
+        frame.unique(subset=["row", "text"], keep="first", maintain_order=True)
+        .sort(["row", *_LINEAGE_ORDER], maintain_order=True)
+        .group_by("row", maintain_order=True)
+        .agg(pl.col("text").str.join(", "))
     )
-    return json.dumps(ordered, ensure_ascii=False, sort_keys=True)
+    out = dict.fromkeys(entries, "[]")
+    out.update({row: f"[{text}]" for row, text in joined.iter_rows()})
+    return out
 
 
 def apply_conflict_plan(
@@ -294,17 +310,19 @@ class _Batch:
         self.label(row["id"], "reopen", action.audit_reason())
         self.counts["reopen"] += 1
 
-    def changes(self) -> dict[tuple[str, str], pl.DataFrame]:
-        """Changed rows grouped by (audit action, reason)."""
-        for row_id, entries in self.lineage.items():
-            if entries or self.rows[row_id]["lineage"]:
-                self.rows[row_id]["lineage"] = canonical_lineage(entries)
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row_id, label in self.labels.items():
+    def changes(self) -> pl.DataFrame:
+        """The changed rows, each with its audit action and reason (``_action``, ``_reason``)."""
+        touched = {r: e for r, e in self.lineage.items() if e or self.rows[r]["lineage"]}
+        for row_id, text in canonical_lineages(touched).items():
+            self.rows[row_id]["lineage"] = text
+        changed: list[dict[str, Any]] = []
+        for row_id, (action, reason) in self.labels.items():
             row = self.rows[row_id]
             if any(row[c] != self.before[row_id][c] for c in CHANGED):
-                groups.setdefault(label, []).append({c: row[c] for c in CHANGED})
-        return {k: pl.DataFrame(v, schema=CHANGED) for k, v in groups.items()}
+                changed.append(
+                    {**{c: row[c] for c in CHANGED}, "_action": action, "_reason": reason}
+                )
+        return pl.DataFrame(changed, schema={**CHANGED, "_action": pl.Utf8(), "_reason": pl.Utf8()})
 
 
 def _apply_batch(
@@ -360,8 +378,14 @@ def _apply_batch(
                     "created_at": plan.now,
                 }
             )
-    for (label, reason), frame in state.changes().items():
-        m.update_many("triples", frame, action=label, reason=reason)
+    changed = state.changes()
+    if changed.height:  # one statement and one audit append for the whole batch
+        m.update_many(
+            "triples",
+            changed.drop("_action", "_reason"),
+            action=changed["_action"],
+            reason=changed["_reason"],
+        )
     counts = state.counts
     if verdicts:
         inserted = set(m.insert("conflict_verdicts", pl.DataFrame(verdicts), action="verdict"))
