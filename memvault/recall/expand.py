@@ -112,26 +112,37 @@ def expand(
     live block lifted by the best seed it is linked to (see the module's docstring). A block
     with no evidence of its own counts from 0 (the usual): the bridge is its evidence."""
     finite = np.isfinite(total)
-    live = finite if live is None else live
     if SEEDS <= 0 or SHARE <= 0 or not finite.any():
         return total
+    live = finite if live is None else live
     k = min(SEEDS, int(finite.sum()))
     best = np.argpartition(-np.where(finite, total, -np.inf), k - 1)[:k]
     seeds = [int(r) for r in best[np.argsort(-total[best], kind="stable")] if total[r] > 0]
-    lift = np.zeros_like(total)
     hub = hub_size(int(live.sum()))
     skip = set(named)
+    rows_lifted: list[np.ndarray] = []
+    gains: list[np.ndarray] = []
     for s in seeds:
-        gain = SHARE * float(total[s])
         for eid in links.entities_of(s):
             rows = links.mentions.get(eid)
             if eid in skip or rows is None or len(rows) > hub:
                 continue
-            keep = rows != s
+            keep = (rows != s) & live[rows]
             if links.sessions[s] >= 0:
                 keep &= links.sessions[rows] != links.sessions[s]
             rows = rows[keep]
             rows = rows[~links.repeats(rows, s)]
-            lift[rows] = np.maximum(lift[rows], gain)
-    lifted = live & (lift > 0)
-    return np.where(lifted, np.where(finite, total, 0.0) + lift, total)
+            rows_lifted.append(rows)
+            gains.append(np.full(len(rows), SHARE * float(total[s])))
+    if not rows_lifted:
+        return total
+    rows = np.concatenate(rows_lifted)
+    gain = np.concatenate(gains)
+    order = np.lexsort((-gain, rows))  # per row, its largest gain first
+    rows, gain = rows[order], gain[order]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = rows[1:] != rows[:-1]
+    rows, gain = rows[first], gain[first]
+    out = total.copy()
+    out[rows] = np.where(finite[rows], total[rows], 0.0) + gain
+    return out
