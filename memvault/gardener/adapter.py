@@ -19,8 +19,11 @@ exactly once and the report can prove it by counting.
 
 Contract for all adapters:
 
-* Never hard-delete. Retire by archive / invalidate / expire where the store
-  can; where it cannot, the capability is simply absent.
+* Prefer retiring to deleting: archive / invalidate / expire where the store
+  can; where it cannot, the capability is simply absent. ``delete_item`` is
+  the one exception, offered only where the store can remove exactly one item
+  (one copy of a repeated text), and called only for a lossless merge in
+  autonomous mode after the run's snapshot.
 * Reads are side-effect free (no access counters bumped by the gardener).
 * Ids are strings and stable across calls within one run.
 * Times are naive UTC ``datetime`` (or None when the store has no times).
@@ -66,9 +69,14 @@ class Capability(StrEnum):
     STATS = "stats"  # counts of items, facts, ...
     BACKUP = "backup"  # a restorable snapshot of the whole store
     ARTIFACT = "artifact"  # persist and read back a text document (the report)
+    TIMESTAMPS = "timestamps"  # records carry times (created / updated): windows and staleness
+    DELETE = "delete"  # remove an item for good: only a lossless merge in autonomous mode
 
 
 ALL_CAPABILITIES: tuple[Capability, ...] = tuple(Capability)
+#: Capabilities whose absence the report names. A delete is a last resort the gardener
+#: never needs (it prefers archive and expiry), so a store without one misses nothing.
+WANTED: tuple[Capability, ...] = tuple(c for c in Capability if c is not Capability.DELETE)
 
 #: Tag of the gardener's own summary item in a store without a journal (GD6).
 GARDEN_SUMMARY_TAG = "garden-summary"
@@ -375,6 +383,12 @@ class GardenStore(Protocol):
         """EXPIRE: the item may be dropped by the store after ``expires_at`` (nothing now)."""
         ...
 
+    def delete_item(self, ctx: WriteContext, item_id: str, *, duplicate_of: str) -> Change:
+        """DELETE: remove one item whose every word ``duplicate_of`` (kept) already holds; the
+        before-image is the whole item. The dedup phase calls it only in autonomous mode, for
+        a clear merge that loses nothing; anywhere else a deletion is proposed."""
+        ...
+
     # -- duplicates -----------------------------------------------------------------------
 
     def duplicate_candidates(
@@ -544,6 +558,9 @@ class UnsupportedMixin:
 
     def set_expiry(self, ctx: WriteContext, item_id: str, expires_at: dt.datetime) -> Change:
         return self._missing(Capability.EXPIRE)
+
+    def delete_item(self, ctx: WriteContext, item_id: str, *, duplicate_of: str) -> Change:
+        return self._missing(Capability.DELETE)
 
     def duplicate_candidates(
         self, item_ids: Sequence[str], threshold: float = 0.90, limit: int = 1000

@@ -8,19 +8,27 @@ A first pass looks at tool names; a capability still missing is then searched
 for by intent in the descriptions before it is declared missing (GD0), and
 that search is recorded so the report can say what was looked for.
 
-Plain delete tools are never mapped to anything: the gardener does not hard-
-delete, and a delete that *retires* an assertion (its description says so:
-"invalidate", "retire", "soft", "history kept") maps to ``kg_invalidate`` /
-``archive`` through those words, not through "delete".
+A third pass reads each tool's input schema (parameter names and their
+descriptions): ``createdAfter`` or "Include timestamps" says the store's
+records carry times (``timestamps``), ``expires_at`` an expiry, and so on.
+What a store's records show when read (an adapter that finds ``createdAt`` on
+every entity) it reports itself (``observed``); nothing else is assumed.
+
+A delete tool serves one capability only, ``delete``, which the gardener uses
+for nothing but a lossless merge in autonomous mode (it prefers archive and
+expiry, and proposes every other deletion); a delete that *retires* an
+assertion (its description says so: "invalidate", "retire", "soft", "history
+kept") maps to ``kg_invalidate`` / ``archive`` through those words instead.
+A tool that matches no intent at all is listed as unknown, never guessed at.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memvault.gardener.adapter import ALL_CAPABILITIES, Capability, GardenStore, ToolInfo
+from memvault.gardener.adapter import WANTED, Capability, GardenStore, ToolInfo
 from memvault.text_tokens import words as text_words
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -83,7 +91,7 @@ def _intent(phrase: str, verbs: str, objects: str = "") -> Intent:
     )
 
 
-_ITEM = "memory memories item note observation entry record block content text"
+_ITEM = "memory memories item note observation entry record block content text context"
 _FACT = "relation fact triple edge link assertion statement relationship"
 _GRAPH = "graph knowledge kg node entity " + _FACT
 
@@ -108,6 +116,8 @@ INTENTS: Mapping[Capability, tuple[Intent, ...]] = {
             "update edit modify rewrite replace patch amend change",
             _ITEM + " entity importance",
         ),
+        # update_*, edit_*, patch_* change something in place, whatever its name calls it.
+        _intent("update in place", "update edit patch", ""),
     ),
     Capability.ARCHIVE: (
         _intent("archive memory", "archive retire deactivate shelve soft", _ITEM + " entity"),
@@ -157,7 +167,7 @@ INTENTS: Mapping[Capability, tuple[Intent, ...]] = {
         _intent("read everything", "read list dump get", "entire whole all everything"),
     ),
     Capability.BACKUP: (
-        _intent("backup store", "backup snapshot", ""),
+        _intent("backup store", "backup snapshot checkpoint", ""),
         _intent(
             "export store", "export dump", "store database graph all whole everything snapshot"
         ),
@@ -165,7 +175,25 @@ INTENTS: Mapping[Capability, tuple[Intent, ...]] = {
     Capability.ARTIFACT: (
         _intent("save report", "save store persist write put", "artifact report document file"),
     ),
+    Capability.TIMESTAMPS: (
+        _intent("records with times", "timestamp datetime", ""),
+        _intent(
+            "filter by time",
+            "created updated modified changed",
+            "after before since at date time",
+        ),
+    ),
+    Capability.DELETE: (
+        _intent(
+            "delete memory",
+            "delete remove destroy drop purge erase",
+            _ITEM + " context",
+        ),
+    ),
 }
+#: Capabilities a tool's input schema can show (its parameters say what it returns or
+#: filters by); the others are found from names and descriptions only.
+SCHEMA_SHOWS = frozenset({Capability.TIMESTAMPS, Capability.EXPIRE})
 
 #: Verbs that destroy; a tool whose *name* leads with one serves no capability.
 DESTRUCTIVE_VERBS = frozenset(
@@ -188,24 +216,30 @@ class Survey:
     evidence: dict[Capability, str] = field(default_factory=dict)
     searched: dict[Capability, list[str]] = field(default_factory=dict)
     unused_destructive: list[str] = field(default_factory=list)
+    #: Tools that match no intent at all: listed in the report, never guessed at.
+    unknown: list[str] = field(default_factory=list)
+    #: Capabilities the adapter found in the store's records rather than in a tool.
+    observed: dict[Capability, str] = field(default_factory=dict)
 
     @property
     def capabilities(self) -> set[Capability]:
-        return set(self.mapping)
+        return set(self.mapping) | set(self.observed)
 
     @property
     def missing(self) -> list[Capability]:
-        return [c for c in ALL_CAPABILITIES if c not in self.mapping]
+        return [c for c in WANTED if c not in self.capabilities]
 
     def has(self, *capabilities: Capability) -> bool:
-        return all(c in self.mapping for c in capabilities)
+        return all(c in self.capabilities for c in capabilities)
 
     def summary(self) -> str:
-        """One line: the capabilities found, then what is missing."""
-        found = [c.value for c in ALL_CAPABILITIES if c in self.mapping]
+        """One line: the capabilities found, what is missing, and the tools nobody knows."""
+        found = [c.value for c in Capability if c in self.capabilities]
         text = ", ".join(found) if found else "no capabilities"
         if self.missing:
             text += " (missing: " + ", ".join(c.value for c in self.missing) + ")"
+        if self.unknown:
+            text += " (unknown tools, not used: " + ", ".join(self.unknown) + ")"
         return text
 
     def as_dict(self) -> dict[str, object]:
@@ -217,7 +251,31 @@ class Survey:
             "missing": [c.value for c in self.missing],
             "searched": {c.value: s for c, s in self.searched.items()},
             "unused_destructive": self.unused_destructive,
+            "unknown": self.unknown,
+            "observed": {c.value: why for c, why in self.observed.items()},
         }
+
+
+def schema_words(tool: ToolInfo) -> list[str]:
+    """Words of a tool's input schema: parameter names and descriptions, one level into the
+    items of array parameters (where batch tools keep them)."""
+
+    def of(properties: object) -> list[str]:
+        if not isinstance(properties, Mapping):
+            return []
+        out: list[str] = []
+        for name, spec in properties.items():
+            out += words(str(name))
+            if isinstance(spec, Mapping):
+                out += words(str(spec.get("description") or ""))
+                if spec.get("format") in ("date-time", "date"):
+                    out.append("datetime")
+                inner = spec.get("items")
+                if isinstance(inner, Mapping):
+                    out += of(inner.get("properties"))
+        return out
+
+    return of(tool.input_schema.get("properties")) if tool.input_schema else []
 
 
 def _is_destructive(tool: ToolInfo) -> bool:
@@ -233,45 +291,68 @@ def _best(intent: Intent, hits: list[ToolInfo]) -> ToolInfo:
 
 
 def survey(store: str, tools: Iterable[ToolInfo]) -> Survey:
-    """Map ``tools`` to capabilities by intent (names first, then a search of descriptions)."""
+    """Map ``tools`` to capabilities by intent: names first, then a search of descriptions,
+    then of input schemas. Destructive tools serve ``delete`` and nothing else."""
     listed = sorted(tools, key=lambda t: t.name)
     result = Survey(store=store, tools=listed)
-    usable = []
-    for tool in listed:
-        if _is_destructive(tool):
-            result.unused_destructive.append(tool.name)
-        else:
-            usable.append(tool)
-    # Pass 1: tool names alone say what most tools do.
-    for capability, intents in INTENTS.items():
-        for intent in intents:
-            hits = [t for t in usable if intent.matches(words(t.name))]
+    destructive = [t for t in listed if _is_destructive(t)]
+    usable = [t for t in listed if not _is_destructive(t)]
+
+    def pool(capability: Capability) -> list[ToolInfo]:
+        return destructive if capability is Capability.DELETE else usable
+
+    def mapped(capability: Capability, text: Callable[[ToolInfo], list[str]], how: str) -> bool:
+        for intent in INTENTS[capability]:
+            hits = [t for t in pool(capability) if intent.matches(text(t))]
             if hits:
                 best = _best(intent, hits)
                 result.mapping[capability] = best
-                result.evidence[capability] = f"{best.name} (name: {intent.phrase})"
-                break
-    # Pass 2: before calling a capability missing, search the descriptions by intent.
+                result.evidence[capability] = f"{best.name} ({how}: {intent.phrase})"
+                return True
+        return False
+
+    # Pass 1: tool names alone say what most tools do.
+    for capability in INTENTS:
+        mapped(capability, lambda t: words(t.name), "name")
+    # Pass 2: before calling a capability missing, search the descriptions by intent; pass 3:
+    # the input schemas, for what parameters show (times, expiry).
     for capability, intents in INTENTS.items():
         if capability in result.mapping:
             continue
         result.searched[capability] = [i.phrase for i in intents]
-        for intent in intents:
-            hits = [t for t in usable if intent.matches(words(t.name) + words(t.description))]
-            if hits:
-                best = _best(intent, hits)
-                result.mapping[capability] = best
-                result.evidence[capability] = f"{best.name} (description: {intent.phrase})"
-                break
+        if mapped(capability, lambda t: words(t.name) + words(t.description), "description"):
+            continue
+        if capability in SCHEMA_SHOWS:
+            mapped(capability, schema_words, "input schema")
+    used = {t.name for t in result.mapping.values()}
+    result.unused_destructive = [t.name for t in destructive if t.name not in used]
+    result.unknown = [t.name for t in usable if t.name not in used and not _recognised(t)]
     return result
+
+
+def _recognised(tool: ToolInfo) -> bool:
+    """Whether a tool matches any intent (it does something the gardener knows, even if
+    another tool was chosen for it)."""
+    text = words(tool.name) + words(tool.description)
+    return any(
+        intent.matches(text) for capability, intents in INTENTS.items() for intent in intents
+    )
 
 
 def survey_and_bind(store: GardenStore) -> Survey:
     """Survey ``store``'s tools and bind it to what was found; a capability the adapter then
-    declines (a tool that looked right but it cannot serve) is not one."""
+    declines (a tool that looked right but it cannot serve) is not one. What the adapter
+    found in the store's records (``observed``) and how it serves a capability
+    (``explained``) are added to the evidence."""
     found = survey(store.name, store.tools())
     store.bind(found.mapping)
     for capability, why in getattr(store, "declined", {}).items():
         found.mapping.pop(capability, None)
         found.evidence[capability] = f"declined: {why}"
+    for capability, why in getattr(store, "observed", {}).items():
+        found.observed[capability] = why
+        found.evidence[capability] = f"observed: {why}"
+    for capability, how in getattr(store, "explained", {}).items():
+        if capability in found.mapping:
+            found.evidence[capability] += f"; {how}"
     return found

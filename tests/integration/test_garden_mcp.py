@@ -77,14 +77,13 @@ def mcp_store(mcp_memory: MemoryServer, tmp_path: Path) -> Iterator[McpMemorySto
 
 def test_survey_finds_what_the_server_can_do_and_no_more(mcp_store: McpMemoryStore) -> None:
     found = survey(mcp_store.name, mcp_store.tools())
-    assert {c.value for c in found.capabilities} == FOUND
+    # The survey finds a delete; the adapter declines it: delete_observations removes every
+    # copy of a text, so one repeat cannot go alone (and nothing else is deleted).
+    assert {c.value for c in found.capabilities} == FOUND | {"delete"}
     assert found.evidence[Capability.BACKUP].startswith("memvault_snapshot")
-    assert set(found.unused_destructive) == {
-        "delete_entities",
-        "delete_observations",
-        "delete_relations",
-    }
+    assert set(found.unused_destructive) == {"delete_entities", "delete_relations"}
     assert {c.value for c in mcp_store.bound} == FOUND
+    assert "every copy" in mcp_store.declined[Capability.DELETE]
     # what the server cannot do raises instead of being faked (GD-S5)
     item = mcp_store.list_items(ItemQuery(limit=1))[0]
     with pytest.raises(CapabilityMissing):
@@ -370,9 +369,10 @@ def test_tend_and_propose_only_adds_and_reports_what_it_skipped(
     assert line.capabilities.startswith(
         "search, create, duplicate_check, kg_add, kg_search, structure, stats, backup"
     )
-    assert "(missing: mutate, archive, expire, kg_invalidate, kg_timeline, journal, artifact)" in (
-        line.capabilities
-    )
+    assert (
+        "(missing: mutate, archive, expire, kg_invalidate, kg_timeline, journal, artifact, "
+        "timestamps)"
+    ) in line.capabilities
     skipped = dict(report.skipped)
     assert "archive" in skipped["merge duplicates"]
     assert (

@@ -91,7 +91,8 @@ def test_a_poor_store_is_tended_as_far_as_it_can(duck_store: Store) -> None:
     assert rows == [("notes:test#note", summary.id)]
     stored = duck_store.get_row("artifacts", result.state.report_id or "")
     assert stored is not None and stored["content"] == result.report
-    assert "remove_note" in result.state.stores["notes:test"].survey["unused_destructive"]
+    # A delete tool serves only `delete`, for lossless merges in autonomous mode: unused here.
+    assert result.state.stores["notes:test"].survey["mapping"]["delete"] == "remove_note"
     # A quiet run after it adds no second summary: a memory saying nothing happened is noise.
     again = run_garden(Ledger(duck_store), [notes], HeuristicJudge(), GardenConfig())
     assert again.succeeded, again.outcome.summary

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memvault.gardener.adapter import Capability, ToolInfo
 from memvault.gardener.capabilities import survey, words
+from tests.helpers import FIXTURES
 
 #: The reference MCP memory server's tools, as it describes them.
 MCP_MEMORY = [
@@ -47,14 +50,13 @@ def test_the_reference_mcp_server_maps_by_intent() -> None:
     ):
         assert capability in found.missing
         assert found.searched[capability], "a missing capability was searched for by intent first"
-    # Plain deletes serve nothing: the gardener never hard-deletes.
-    assert set(found.unused_destructive) == {
-        "delete_entities",
-        "delete_observations",
-        "delete_relations",
-    }
+    # A delete serves only `delete` (a lossless merge in autonomous mode, where the adapter
+    # can remove one item alone), never archive or anything else.
+    assert names[Capability.DELETE] == "delete_observations"
+    assert set(found.unused_destructive) == {"delete_entities", "delete_relations"}
     assert not {t.name for t in found.mapping.values()} & set(found.unused_destructive)
-    assert "(missing: " in found.summary()
+    assert "(missing: " in found.summary() and "delete" not in found.summary().split("(")[1]
+    assert found.unknown == []
 
 
 def test_odd_names_are_found_through_their_descriptions() -> None:
@@ -105,3 +107,60 @@ def test_no_tools_no_capabilities() -> None:
     found = survey("empty", [])
     assert found.capabilities == set()
     assert found.summary().startswith("no capabilities")
+
+
+def listed_tools(server: str) -> list[ToolInfo]:
+    """A real server's ``tools/list`` answer, as recorded from the pinned version
+    (tests/fixtures/mcp/tools-<server>.json)."""
+    data = json.loads((FIXTURES / "mcp" / f"tools-{server}.json").read_text(encoding="utf-8"))
+    return [ToolInfo(t["name"], t["description"], t["inputSchema"]) for t in data["tools"]]
+
+
+def test_the_knowledge_graph_server_updates_in_place() -> None:
+    """@itseasy21/mcp-knowledge-graph: the reference server's tools plus update_entities and
+    update_relations; update_* is update in place, the deletes serve delete only."""
+    found = survey("kg", listed_tools("mcp-knowledge-graph"))
+    names = {c: t.name for c, t in found.mapping.items()}
+    assert names[Capability.MUTATE] == "update_entities"
+    assert names[Capability.DELETE] == "delete_observations"
+    assert Capability.ARCHIVE in found.missing and Capability.EXPIRE in found.missing
+    # Its records carry createdAt, but no tool says so: the adapter reports what it reads.
+    assert Capability.TIMESTAMPS in found.missing
+    assert found.unknown == []  # update_relations is an update in place too
+
+
+def test_the_memory_keeper_maps_context_items_and_lists_the_tools_it_does_not_know() -> None:
+    """mcp-memory-keeper (38 tools, context items in SQLite): found by names, descriptions
+    and input schemas; tools that match no intent are listed, never guessed at."""
+    found = survey("keeper", listed_tools("mcp-memory-keeper"))
+    names = {c: t.name for c, t in found.mapping.items()}
+    assert names[Capability.SEARCH] == "context_search"
+    assert names[Capability.MUTATE] == "context_batch_update"
+    assert names[Capability.DELETE] == "context_batch_delete"
+    assert names[Capability.JOURNAL] == "context_journal_entry"
+    assert names[Capability.BACKUP] == "context_checkpoint"
+    assert Capability.TIMESTAMPS in found.capabilities
+    assert Capability.ARCHIVE in found.missing and Capability.ARTIFACT in found.missing
+    assert "context_delegate" in found.unknown and "context_visualize" in found.unknown
+    assert not set(found.unknown) & {t.name for t in found.mapping.values()}
+    assert "(unknown tools, not used: " in found.summary()
+
+
+def test_an_input_schema_shows_times_a_name_does_not() -> None:
+    """A tool called ``fetch`` whose parameters filter by creation time returns records
+    with times: ``timestamps`` by input schema (and only by the schema)."""
+    tool = ToolInfo(
+        "fetch",
+        "Fetch saved things.",
+        {"type": "object", "properties": {"createdAfter": {"type": "string"}}},
+    )
+    found = survey("s", [tool])
+    assert found.mapping.get(Capability.TIMESTAMPS) == tool
+    assert found.evidence[Capability.TIMESTAMPS] == "fetch (input schema: filter by time)"
+    assert survey("s", [ToolInfo("fetch", "Fetch saved things.")]).mapping == {}
+
+
+def test_a_tool_nobody_knows_is_listed_not_guessed() -> None:
+    found = survey("s", [ToolInfo("frobnicate", "Frobnicates the widget."), *MCP_MEMORY])
+    assert found.unknown == ["frobnicate"]
+    assert "frobnicate" not in {t.name for t in found.mapping.values()}

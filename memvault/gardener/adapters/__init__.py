@@ -2,7 +2,8 @@
 
 ``open_garden_store(url)`` picks one by URL: ``duckdb://`` / ``postgresql://``
 → :class:`~memvault.gardener.adapters.memvault_store.MemvaultGardenStore`;
-``mcp+stdio:<command line>`` → the MCP memory adapter (imported lazily).
+``mcp+stdio:<command line>`` → an MCP memory adapter (imported lazily), chosen by the
+server's tools: context items (``mcp-memory-keeper``) or a knowledge graph.
 """
 
 from __future__ import annotations

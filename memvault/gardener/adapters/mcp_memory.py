@@ -1,4 +1,9 @@
-"""The reference MCP knowledge-graph memory server as a store the gardener tends (GD9).
+"""MCP knowledge-graph memory servers as stores the gardener tends.
+
+Two servers share this data model: the reference ``@modelcontextprotocol/server-memory``
+(described first) and ``@itseasy21/mcp-knowledge-graph``, which adds ``update_entities`` /
+``update_relations`` and a ``createdAt`` and ``version`` on every entity and relation (the
+last paragraphs). The adapter keeps what the server's tools really allow.
 
 ``@modelcontextprotocol/server-memory`` keeps *entities* (name, entityType,
 observations) and *relations* (from, relationType, to) in one JSONL file
@@ -62,6 +67,17 @@ How the gardener's model maps onto it (honestly, see :mod:`..adapter`):
 A relative ``MEMORY_FILE_PATH`` is made absolute against the working
 directory before the server starts: the server itself resolves it against
 its own install folder, which is never what a user means.
+
+With ``update_entities`` (the knowledge-graph server) two more capabilities are bound,
+both by rewriting one entity's observation list in place: **mutate** (an observation's
+text changed where it stands; importance, tags and the like have no place and are refused)
+and **delete** (one copy of a text the entity holds twice removed, the earlier copy kept;
+the dedup phase asks for it only for such a lossless merge in autonomous mode). Records
+with a ``createdAt`` give real times (**timestamps**, observed at bind): a relation's is
+its creation, an entity's its last write; observations present at the first look keep
+their entity's time then as their creation, and an entity's later writes count as touches,
+so decay can tell untouched items (which here carry no importance to lower: the report
+says so) and the fact phase can order stale facts. Snapshots keep every field.
 """
 
 from __future__ import annotations
@@ -88,6 +104,7 @@ from memvault.gardener.adapter import (
     DuplicatePair,
     Fact,
     FactQuery,
+    ItemChanges,
     ItemQuery,
     LinkCandidate,
     MemoryItem,
@@ -111,6 +128,7 @@ from memvault.normalize import utcnow
 
 if TYPE_CHECKING:
     from memvault.embed import Embedder
+    from memvault.gardener.adapters.mcp_context import KeeperStore
 
 #: The entity that holds GD6's garden-summary observations when there is no journal.
 GARDEN_ENTITY = "memvault garden"
@@ -127,6 +145,10 @@ SNAPSHOT_TOOL = ToolInfo(
 #: The server tools each capability of this adapter calls.
 NEEDS: Mapping[Capability, frozenset[str]] = {
     Capability.SEARCH: frozenset({"search_nodes", "read_graph"}),
+    Capability.MUTATE: frozenset({"update_entities", "read_graph"}),
+    # One copy of a repeated observation goes by rewriting its entity's list in place:
+    # delete_observations would remove every copy of the text.
+    Capability.DELETE: frozenset({"update_entities", "read_graph"}),
     Capability.CREATE: frozenset({"add_observations", "create_entities", "read_graph"}),
     Capability.DUPLICATE_CHECK: frozenset({"read_graph"}),
     Capability.KG_ADD: frozenset({"create_relations", "read_graph"}),
@@ -134,6 +156,20 @@ NEEDS: Mapping[Capability, frozenset[str]] = {
     Capability.STRUCTURE: frozenset({"create_relations", "read_graph"}),
     Capability.STATS: frozenset({"read_graph"}),
     Capability.BACKUP: frozenset({"read_graph"}),
+}
+#: How this adapter serves a capability, where it is not the tool the survey names.
+HOW: Mapping[Capability, str] = {
+    Capability.MUTATE: "an observation's text is changed by rewriting its entity's "
+    "observations with update_entities",
+    Capability.DELETE: "one copy of a repeated observation is removed by rewriting its entity "
+    "with update_entities (delete_observations would remove every copy)",
+}
+#: Why a capability is declined when the server lacks the tools it needs.
+WITHOUT: Mapping[Capability, str] = {
+    Capability.MUTATE: "no update_entities: an observation cannot be changed in place (delete "
+    "and re-create would fake it)",
+    Capability.DELETE: "no update_entities: delete_observations removes every copy of a text, so "
+    "one repeat cannot be removed alone",
 }
 #: Entity names shorter than this are not looked for in text (too many false hits).
 MIN_LINK_NAME = 3
@@ -204,6 +240,7 @@ class Graph:
                     "name": e["name"],
                     "entityType": e.get("entityType"),
                     "observations": list(e.get("observations") or []),
+                    **_other_fields(e, ("type", "name", "entityType", "observations")),
                 },
                 ensure_ascii=False,
             )
@@ -216,12 +253,37 @@ class Graph:
                     "from": r["from"],
                     "to": r["to"],
                     "relationType": r["relationType"],
+                    **_other_fields(r, ("type", "from", "to", "relationType")),
                 },
                 ensure_ascii=False,
             )
             for r in self.relations
         ]
         return "\n".join(lines)
+
+    def timed_share(self) -> tuple[int, int]:
+        """(records with a ``createdAt``, records): entities and relations together."""
+        records = [*self.entities, *self.relations]
+        return sum(1 for r in records if record_time(r) is not None), len(records)
+
+
+def _other_fields(record: Mapping[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+    """Fields a server keeps beyond the reference layout (``createdAt``, ``version``): a
+    snapshot keeps them, so restoring it restores them."""
+    return {k: v for k, v in record.items() if k not in known}
+
+
+def record_time(record: Mapping[str, Any]) -> dt.datetime | None:
+    """A record's ``createdAt`` as naive UTC (the knowledge-graph server sets it when the
+    entity or relation is created and again whenever it is updated), else None."""
+    raw = record.get("createdAt")
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.astimezone(dt.UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
 def _entity_items(entity: Mapping[str, Any]) -> list[MemoryItem]:
@@ -247,6 +309,7 @@ def _entity_items(entity: Mapping[str, Any]) -> list[MemoryItem]:
                     "entity_type": entity_type,
                     "index": index,
                     "occurrence": occurrence,
+                    "recorded_at": record_time(entity),
                 },
             )
         )
@@ -290,11 +353,26 @@ class FirstSeen:
                     ) from exc
         return self._seen
 
-    def stamp(self, ids: Sequence[str], now: dt.datetime) -> dict[str, dt.datetime | None]:
-        """Record a full read at ``now`` of exactly these ids; their first-seen times."""
+    def stamp(
+        self,
+        ids: Sequence[str],
+        now: dt.datetime,
+        recorded: Mapping[str, dt.datetime | None] | None = None,
+    ) -> dict[str, dt.datetime | None]:
+        """Record a full read at ``now`` of exactly these ids; their first-seen times. On the
+        very first read the ids are the baseline: they get the time their record shows
+        (``recorded``, a server that keeps one), else none; that time stays, so a later
+        rewrite of the record does not make them new."""
         seen = self._load()
         fresh = self._last_read  # None on the very first read: those items are the baseline
-        updated = {i: seen.get(i, fresh) for i in ids}
+
+        def first(i: str) -> str | None:
+            if fresh is not None:
+                return fresh
+            when = (recorded or {}).get(i)
+            return when.isoformat() if when is not None else None
+
+        updated = {i: seen[i] if i in seen else first(i) for i in ids}
         self._seen, self._last_read = updated, now.isoformat()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -354,6 +432,10 @@ class McpMemoryStore(UnsupportedMixin):
         self.bound = {}
         #: Capabilities the survey offered that this adapter does not take, with the reason.
         self.declined: dict[Capability, str] = {}
+        #: What the store's records show (times), found by reading them at bind.
+        self.observed: dict[Capability, str] = {}
+        #: How a bound capability is served where the survey's tool is not the one called.
+        self.explained: dict[Capability, str] = {}
 
     # -- survey -------------------------------------------------------------------------------
 
@@ -381,9 +463,18 @@ class McpMemoryStore(UnsupportedMixin):
                 )
             elif not needs <= available:
                 missing = ", ".join(sorted(needs - available))
-                self.declined[capability] = f"the server lacks {missing}"
+                self.declined[capability] = WITHOUT.get(capability, f"the server lacks {missing}")
             else:
                 self.bound[capability] = tool
+        self.explained = {c: how for c, how in HOW.items() if c in self.bound}
+        self.observed = {}
+        if "read_graph" in available:
+            timed, records = self.graph().timed_share()
+            if timed:
+                self.observed[Capability.TIMESTAMPS] = (
+                    f"read_graph returns createdAt on {timed} of {records} entities and "
+                    "relations (the time of their last write)"
+                )
 
     def close(self) -> None:
         if self._owns_client:
@@ -395,20 +486,30 @@ class McpMemoryStore(UnsupportedMixin):
         """The whole graph, read now (the server re-reads its file on every call); every full
         read also updates the first-seen times (see :class:`FirstSeen`)."""
         graph = Graph.parse(self.client.call("read_graph"))
-        ids = [i.id for i in graph.items()] + [f.id for f in graph.facts()]
-        self.first_seen.stamp(ids, utcnow())
+        recorded = {i.id: i.extra.get("recorded_at") for i in graph.items()}
+        recorded |= {f.id: record_time(r) for f, r in zip(graph.facts(), graph.relations, strict=True)}  # fmt: skip
+        self.first_seen.stamp(list(recorded), utcnow(), recorded)
         return graph
 
     def _timed(self, items: list[MemoryItem]) -> list[MemoryItem]:
+        """Items with their times: created when first seen (the baseline of a server with
+        times: the record's time at the first look); touched when first seen or when the
+        entity was last written (its ``createdAt``), whichever is later. A repeat of a text
+        sorts a microsecond after the copy before it (it was written later)."""
         times = self.first_seen.lookup([i.id for i in items])
-        return [
-            dataclasses.replace(
-                item,
-                created_at=times[item.id],
-                updated_at=times[item.id],  # observations never change in place
+        out = []
+        for item in items:
+            seen, recorded = times[item.id], item.extra.get("recorded_at")
+            created = seen
+            if created is not None and item.extra.get("occurrence"):
+                created += dt.timedelta(microseconds=int(item.extra["occurrence"]))
+            touched = max((t for t in (seen, recorded) if t is not None), default=None)
+            out.append(
+                dataclasses.replace(
+                    item, created_at=created, updated_at=touched or created, last_touched_at=touched
+                )
             )
-            for item in items
-        ]
+        return out
 
     def items(self) -> list[MemoryItem]:
         """Every observation, in file order, with its first-seen time."""
@@ -426,13 +527,22 @@ class McpMemoryStore(UnsupportedMixin):
         return (hits + rest)[:limit]
 
     def list_items(self, query: ItemQuery) -> list[MemoryItem]:
-        """Items by ``query``. Times are first-seen times (None: there before memvault looked,
-        which counts as older than any time); "oldest" is first-seen, then file order.
-        ``untouched_before`` selects nothing: the server records no reads."""
+        """Items by ``query``. Times are first-seen times, else the records' own ``createdAt``
+        (None: there before memvault looked on a server without times, which counts as older
+        than any time); "oldest" is that time, then file order. ``untouched_before`` selects
+        by the last write a record shows; on a server without times it selects nothing (the
+        server records no reads, and nothing is called stale without evidence)."""
         self.require(Capability.SEARCH)
-        if query.untouched_before is not None or query.status not in (None, "active"):
+        if query.status not in (None, "active"):
+            return []
+        if query.untouched_before is not None and Capability.TIMESTAMPS not in self.observed:
             return []
         items = self.items()
+        if query.untouched_before is not None:
+            cutoff = query.untouched_before
+            items = [
+                i for i in items if i.last_touched_at is not None and i.last_touched_at < cutoff
+            ]
         if not query.include_pinned:
             items = [i for i in items if not i.pinned]
         if query.min_chars is not None:
@@ -444,7 +554,9 @@ class McpMemoryStore(UnsupportedMixin):
             until = query.changed_before
             items = [i for i in items if i.created_at is None or i.created_at < until]
         far = dt.datetime.min
-        if query.order in ("oldest", "stalest"):
+        if query.order == "stalest":
+            items.sort(key=lambda i: i.last_touched_at or i.created_at or far)
+        elif query.order == "oldest":
             items.sort(key=lambda i: i.created_at or far)  # stable: file order within a time
         elif query.order == "newest":
             items.reverse()
@@ -473,14 +585,21 @@ class McpMemoryStore(UnsupportedMixin):
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
     def facts(self, query: FactQuery) -> list[Fact]:
-        """Relations in file order (= creation order), ``created_at`` = first seen; all are
-        active (the server cannot retire one)."""
+        """Relations in file order (= creation order), ``created_at`` = their ``createdAt``
+        where the server keeps one, else first seen; all are active (the server cannot retire
+        one)."""
         self.require(Capability.KG_SEARCH)
-        facts = self.graph().facts()
+        graph = self.graph()
+        facts = graph.facts()
         times = self.first_seen.lookup([f.id for f in facts])
+        recorded = [record_time(r) for r in graph.relations]
         out = [
-            dataclasses.replace(f, created_at=times[f.id])
-            for f in facts
+            dataclasses.replace(f, created_at=when or times[f.id])
+            for f, when in zip(facts, recorded, strict=True)
+        ]
+        out = [
+            f
+            for f in out
             if (query.subject is None or f.subject == query.subject)
             and (query.predicate is None or f.predicate == query.predicate)
         ]
@@ -539,7 +658,79 @@ class McpMemoryStore(UnsupportedMixin):
                 self._vectors[text] = vector
         return np.stack([self._vectors[t] for t in texts])
 
-    # -- writing (additions only) -------------------------------------------------------------
+    # -- writing in place (a server with update_entities) ---------------------------------------
+
+    def _find(self, graph: Graph, item_id: str) -> tuple[MemoryItem, dict[str, Any]]:
+        item = next((i for i in graph.items() if i.id == item_id), None)
+        entity = graph.entity(item.container) if item is not None and item.container else None
+        if item is None or entity is None:
+            raise McpError(f"no observation {item_id} in {self.name} (changed meanwhile?)")
+        return item, entity
+
+    def _rewrite(self, entity: Mapping[str, Any], observations: list[str]) -> None:
+        """The entity's whole observation list, replaced in place (``update_entities`` keeps
+        its type and bumps its version and ``createdAt``)."""
+        self.client.call(
+            "update_entities",
+            {"entities": [{"name": entity["name"], "observations": observations}]},
+        )
+
+    def update_item(self, ctx: WriteContext, item_id: str, changes: ItemChanges) -> Change:
+        """Change an observation's text where it stands. The server has no place for an
+        importance, tags, a parent or scores: a change of nothing else is refused."""
+        self.require(Capability.MUTATE)
+        not_stored = [f for f in ("importance", "tags", "parent_id", "scores")
+                      if getattr(changes, f) is not None]  # fmt: skip
+        graph = self.graph()
+        item, entity = self._find(graph, item_id)
+        if changes.text is None or changes.text == item.text:
+            raise McpError(
+                f"{self.name} keeps only an observation's text; nothing else to change on "
+                f"{item_id} ({', '.join(not_stored) or 'no field given'})"
+            )
+        observations = [str(o) for o in entity.get("observations") or []]
+        index = int(item.extra["index"])
+        observations[index] = changes.text
+        self._rewrite(entity, observations)
+        occurrence = observations[:index].count(changes.text)
+        return Change(
+            action=ctx.action or "update",
+            target_kind="observation",
+            target_id=observation_id(str(entity["name"]), changes.text, occurrence),
+            before={"entity": entity["name"], "text": item.text, "index": index},
+            after={"entity": entity["name"], "text": changes.text, "index": index,
+                   "was": item_id, "not_stored": not_stored},
+        )  # fmt: skip
+
+    def delete_item(self, ctx: WriteContext, item_id: str, *, duplicate_of: str) -> Change:
+        """Remove one copy of a text its entity holds twice: ``duplicate_of`` is an earlier
+        copy on the same entity, which stays. Anything else is refused (nothing is deleted
+        that the entity would not still say)."""
+        self.require(Capability.DELETE)
+        graph = self.graph()
+        item, entity = self._find(graph, item_id)
+        kept, _ = self._find(graph, duplicate_of)
+        if kept.container != item.container or kept.text != item.text:
+            raise McpError(
+                f"{item_id} is not a repeat of {duplicate_of} on the same entity in {self.name}: "
+                "nothing deleted"
+            )
+        if int(kept.extra["occurrence"]) > int(item.extra["occurrence"]):
+            raise McpError(f"{duplicate_of} is a later copy than {item_id}: keep the first copy")
+        observations = [str(o) for o in entity.get("observations") or []]
+        index = int(item.extra["index"])
+        remaining = observations[:index] + observations[index + 1 :]
+        self._rewrite(entity, remaining)
+        return Change(
+            action=ctx.action or "delete",
+            target_kind="observation",
+            target_id=item_id,
+            before={"entity": entity["name"], "text": item.text, "index": index,
+                    "observations": observations},
+            after={"entity": entity["name"], "observations": remaining, "kept": duplicate_of},
+        )  # fmt: skip
+
+    # -- writing (additions) ------------------------------------------------------------------
 
     def create_item(self, ctx: WriteContext, item: NewItem) -> Change:
         """Add an observation to ``item.container`` (created as an entity if new), or to the
@@ -745,9 +936,14 @@ def open_mcp_store(
     backup_dir: str | os.PathLike[str] | None = None,
     embedder: Embedder | str | None = None,
     name: str | None = None,
-) -> McpMemoryStore:
+) -> McpMemoryStore | KeeperStore:
     """Start the server ``command`` names (leading ``NAME=value`` words are its environment)
-    and wrap it; the store owns the server process and stops it on :meth:`close`."""
+    and wrap it in the adapter of its data model, which its tools tell: context items
+    (``mcp-memory-keeper``, :mod:`~memvault.gardener.adapters.mcp_context`), else a graph of
+    entities and observations (this module). The store owns the server process and stops it
+    on :meth:`close`."""
+    from memvault.gardener.adapters.mcp_context import SIGNATURE, KeeperStore
+
     if isinstance(command, str):
         parsed = parse_stdio_url(
             command if command.startswith("mcp+stdio:") else f"mcp+stdio:{command}"
@@ -757,14 +953,21 @@ def open_mcp_store(
         env, argv = split_env_words(command)
     if not argv:
         raise McpError("an MCP memory store needs a server command after its environment")
-    memory_file = env.get("MEMORY_FILE_PATH")
-    if memory_file:
-        memory_file = env["MEMORY_FILE_PATH"] = resolve_relative(memory_file, cwd)
+    # Relative paths mean the working directory (the servers resolve them elsewhere).
+    for variable in ("MEMORY_FILE_PATH", "DATA_DIR"):
+        if env.get(variable):
+            env[variable] = resolve_relative(env[variable], cwd)
     client = McpStdioClient(argv, env=env, cwd=cwd, timeout=timeout)
     client.start()
     try:
+        if client.tool_names() >= SIGNATURE:
+            return KeeperStore(client, name=name, data_dir=env.get("DATA_DIR"), embedder=embedder)
         return McpMemoryStore(
-            client, name=name, memory_file=memory_file, backup_dir=backup_dir, embedder=embedder
+            client,
+            name=name,
+            memory_file=env.get("MEMORY_FILE_PATH"),
+            backup_dir=backup_dir,
+            embedder=embedder,
         )
     except BaseException:
         client.close()

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 _TOOLS: tuple[tuple[str, str], ...] = (
     ("memvault_search_blocks", "Search stored memory items by text, or by similarity when vectors exist."),
-    ("memvault_list_blocks", "List memory items by recency, staleness or length."),
+    ("memvault_list_blocks", "List memory items by recency, staleness or length, with their created, updated and last-touched timestamps."),
     ("memvault_create_block", "Create a new memory item (block), optionally linked to a parent."),
     ("memvault_update_block", "Update a memory item in place: text, importance, tags, parent. Audited."),
     ("memvault_archive_block", "Archive a memory item: status archived, kept readable, undo restores it."),

@@ -42,6 +42,9 @@ def run_decay(ctx: PhaseContext) -> None:
         missing = [c.value for c in (Capability.SEARCH, Capability.MUTATE) if not ctx.has(c)]
         ctx.run.skip("decay", f"no {' / '.join(missing)} capability")
         return
+    if not ctx.has(Capability.TIMESTAMPS):
+        ctx.run.skip("decay", "no timestamps capability: no item can be called untouched")
+        return
     can_expire = ctx.has(Capability.EXPIRE)
     if not can_expire:
         ctx.run.skip("decay", "no expire capability: low items keep no expiry date")
@@ -51,6 +54,7 @@ def run_decay(ctx: PhaseContext) -> None:
     # No keyset cursor: a decayed item starts a new untouched period and drops out of the
     # query by itself, so the stalest remaining items are always the next ones to look at.
     passed: set[str] = set()
+    unweighted = 0  # untouched items with no importance to lower
     while True:
         page = ctx.store.list_items(
             ItemQuery(
@@ -63,7 +67,7 @@ def run_decay(ctx: PhaseContext) -> None:
         )
         todo = [i for i in page if i.id not in passed]
         if not todo:
-            return
+            break
         limit = _PAGE + len(passed)
         kept = _kept_by_use(ctx, todo)
         for item in todo:
@@ -72,10 +76,17 @@ def run_decay(ctx: PhaseContext) -> None:
                 metrics = ctx.run.phase_metrics.setdefault("decay", {})
                 metrics["kept_by_use"] = metrics.get("kept_by_use", 0) + 1
             else:
+                unweighted += item.importance is None and not _protected(item)
                 _decay_one(ctx, item, cutoff, can_expire)
             passed.add(item.id)  # looked at once per run, decayed or not
         if len(page) < limit:
-            return
+            break
+    if unweighted:
+        ctx.run.skip(
+            "decay",
+            f"{unweighted} item(s) untouched for {cfg.decay_after_days}+ days (by their "
+            "timestamps) have no importance in this store to lower",
+        )
 
 
 def _decay_one(ctx: PhaseContext, item: MemoryItem, cutoff: dt.datetime, can_expire: bool) -> bool:

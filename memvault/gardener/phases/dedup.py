@@ -9,6 +9,13 @@ tend-and-propose it is proposed; an uncertain one is proposed in either mode
 and never executed. Executing a merge asks ``dedup_confirmed`` for the merged
 text, updates the survivor (importance and the like → higher, emotion-like
 scores → average, tags → union) and archives the others pointing at it.
+
+A store that cannot archive but can delete one item alone (``delete``) merges
+only what a deletion cannot lose: an exact repeat of the survivor's text in
+the same container, carrying nothing the survivor lacks. That runs in
+autonomous mode only (after the run's snapshot), or for a proposal someone
+approved; tend-and-propose proposes it as a DELETE, and every other merge on
+such a store stays a proposal.
 """
 
 from __future__ import annotations
@@ -77,7 +84,13 @@ def run_dedup(ctx: PhaseContext) -> None:
         ctx.run.skip("dedup", f"no {' / '.join(missing)} capability")
         return
     can_merge = ctx.has(Capability.MUTATE, Capability.ARCHIVE)
-    if not can_merge:
+    if not can_merge and ctx.has(Capability.DELETE):
+        ctx.run.skip(
+            "dedup",
+            "no archive capability: only an exact repeat within one container is merged, by "
+            "deleting the repeat (autonomous mode, after the snapshot); other merges proposed",
+        )
+    elif not can_merge:
         ctx.run.skip(
             "dedup",
             "merges proposed only: no mutate (update in place) / archive capability",
@@ -95,12 +108,28 @@ def run_dedup_approved(ctx: PhaseContext) -> None:
     """Only the approved merges (a run that resumes past GD1 still executes them first)."""
     if ctx.has(*NEEDS, Capability.MUTATE, Capability.ARCHIVE):
         _execute_approved(ctx, True)
+    elif ctx.has(*NEEDS, Capability.DELETE):
+        _execute_approved(ctx, False)
+
+
+def lossless(survivor: MemoryItem, item: MemoryItem) -> bool:
+    """Whether deleting ``item`` loses nothing ``survivor`` does not hold: the same text in the
+    same container, no tag, score or importance the survivor lacks, nothing pinned."""
+    return (
+        item.text == survivor.text
+        and item.container == survivor.container
+        and not item.pinned
+        and set(item.tags) <= set(survivor.tags)
+        and (item.importance or 0.0) <= (survivor.importance or 0.0)
+        and all(survivor.scores.get(k) == v for k, v in item.scores.items())
+    )
 
 
 def _execute_approved(ctx: PhaseContext, can_merge: bool) -> None:
+    can_delete = ctx.has(Capability.DELETE)
+    if not (can_merge or can_delete):
+        return
     for proposal in ctx.ledger.executable(ctx.store.name, "merge", ctx.autonomous):
-        if not can_merge:
-            return
         survivor_id = proposal.related[0] if proposal.related else ""
         items = {i.id: i for i in ctx.store.get_items([survivor_id, proposal.target_id])}
         survivor, absorbed = items.get(survivor_id), items.get(proposal.target_id)
@@ -112,8 +141,14 @@ def _execute_approved(ctx: PhaseContext, can_merge: bool) -> None:
         ):
             ctx.settle_proposal(proposal, "stale", "an item of the proposal was retired meanwhile")
             continue
-        ctx.need(2)
-        _merge(ctx, survivor, [absorbed], reason=f"approved proposal {proposal.id}")
+        if can_merge:
+            ctx.need(2)
+            _merge(ctx, survivor, [absorbed], reason=f"approved proposal {proposal.id}")
+        elif lossless(survivor, absorbed):
+            ctx.need(1)
+            _merge_by_delete(ctx, survivor, [absorbed], reason=f"approved proposal {proposal.id}")
+        else:
+            continue  # this store cannot merge it without losing something: it stays proposed
         ctx.settle_proposal(proposal, "executed", f"merged by {ctx.run.run_id}")
 
 
@@ -283,15 +318,22 @@ def _decide_merge(
     if any(m.pinned for m in absorbed):
         _uncertain(ctx, members, confidence, "a pinned item would be merged away", similarity)
         return
-    if ctx.autonomous and can_merge and not ctx.proposing("merge"):
+    by_delete = not can_merge and ctx.has(Capability.DELETE)
+    deletable = by_delete and all(lossless(survivor, item) for item in absorbed)
+    if ctx.autonomous and (can_merge or deletable) and not ctx.proposing("merge"):
+        kind, action = ("blocks", "merge-archive") if can_merge else (None, "merge-delete")
         for item in absorbed:
-            earlier = ctx.fixed_before("blocks", item.id, ["merge-archive"])
+            earlier = ctx.fixed_before(kind or item.kind, item.id, [action])
             if earlier:
                 ctx.switch_to_proposing("merge", item.id, earlier)
                 break
         else:
-            ctx.need(1 + len(absorbed))
-            _merge(ctx, survivor, absorbed, reason=reason)
+            if can_merge:
+                ctx.need(1 + len(absorbed))
+                _merge(ctx, survivor, absorbed, reason=reason)
+            else:
+                ctx.need(len(absorbed))
+                _merge_by_delete(ctx, survivor, absorbed, reason=reason)
             return
     for item in absorbed:
         ctx.propose(
@@ -305,7 +347,7 @@ def _decide_merge(
             detail={"similarity": similarity, "preview": preview(item.text)},
             line=OpLine(
                 "PROPOSED",
-                "ARCHIVE",
+                "DELETE" if deletable else "ARCHIVE",
                 item.id,
                 None,
                 preview(item.text),
@@ -366,4 +408,20 @@ def _merge(
             lambda w, item=item: ctx.store.archive_item(w, item.id, pointer_to=survivor.id),  # type: ignore[misc]
         )
         ctx.op(OpLine("EXECUTED", "MERGE", survivor.id, item.id, preview(reply.text)))
+        ctx.run.count("merges")
+
+
+def _merge_by_delete(
+    ctx: PhaseContext, survivor: MemoryItem, absorbed: list[MemoryItem], *, reason: str
+) -> None:
+    """A merge that is a deletion of exact repeats (see :func:`lossless`): the survivor
+    already says all of it, so nothing is rewritten and nothing needs judging again; each
+    repeat's whole item is the audit row's before-image."""
+    for item in absorbed:
+        ctx.write(
+            "merge-delete",
+            f"exact repeat of {survivor.id} in {item.container}: {reason}",
+            lambda w, item=item: ctx.store.delete_item(w, item.id, duplicate_of=survivor.id),  # type: ignore[misc]
+        )
+        ctx.op(OpLine("EXECUTED", "MERGE", survivor.id, item.id, preview(survivor.text)))
         ctx.run.count("merges")
