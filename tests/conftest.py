@@ -83,6 +83,7 @@ LONGEST_FIRST = (
     "tests/dagster/test_job_launch.py",
     "tests/dagster/test_celery_owners.py",
     "tests/integration/test_ui.py",
+    "tests/dagster/test_serve_night.py",
     "tests/dagster/test_profile_backfill.py",
     "tests/integration/test_kills.py",
 )
