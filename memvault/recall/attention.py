@@ -7,7 +7,7 @@ window recomputed per query, and lets a memory that mentions one of those entiti
 little: between two memories that answer a question alike, the one about what the owner is
 busy with now comes first. It is a tie-breaker, never a reason to find a memory: it is added
 only to the candidates the question's own words, vector and entities found, and at most
-``FRESH_BIAS`` (a third of what naming an entity in the question is worth).
+``FRESH_BIAS`` (a fifth of what naming an entity in the question is worth).
 
 A store without a snapshot (never profiled, or a fresh import) has no bias.
 """
