@@ -176,3 +176,144 @@ def test_recall_through_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         f"(×{np.median(shell_alone) / np.median(shell):.1f} the served one)"
     )
     assert np.median(shell) < np.median(shell_alone)
+
+
+#: Recalls per path in the latency run; concurrent sessions and how long they run.
+LATENCY_RECALLS = int(os.environ.get("SERVE_BENCH_RECALLS") or 200)
+PAIRS = int(os.environ.get("SERVE_BENCH_PAIRS") or 50)
+SESSIONS_AT_ONCE = int(os.environ.get("SERVE_BENCH_CONCURRENT") or 20)
+CONCURRENT_SECONDS = float(os.environ.get("SERVE_BENCH_CONCURRENT_S") or 30)
+
+
+def _session_calls(target: Any, work: Any) -> Any:
+    """``await work(client)`` on one MCP session (streamable HTTP to a URL, or stdio)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> Any:
+        if isinstance(target, str):
+            async with (
+                httpx2.AsyncClient(timeout=600) as http,
+                Client(streamable_http_client(target, http_client=http), mode="legacy") as client,
+            ):
+                return await work(client)
+        with tempfile.TemporaryFile("w+") as errlog:
+            async with Client(
+                stdio_client(target, errlog=errlog), mode="legacy", read_timeout_seconds=600
+            ) as client:
+                return await work(client)
+
+    return anyio.run(main)
+
+
+async def _recalls(client: Any, n: int) -> list[float]:
+    await client.call_tool("recall", {"query": QUERIES[0]})  # warm
+    times = []
+    for k in range(n):
+        started = time.perf_counter()
+        found = await client.call_tool("recall", {"query": QUERIES[k % len(QUERIES)]})
+        times.append((time.perf_counter() - started) * 1000)
+        assert not found.is_error
+    return times
+
+
+async def _pairs(client: Any, n: int) -> list[float]:
+    """A remember and the recall that finds it, timed together."""
+    times = []
+    for k in range(n):
+        word = f"zqpair{k}x"
+        started = time.perf_counter()
+        kept = await client.call_tool("remember", {"text": f"The {word} ledger is in drawer {k}."})
+        found = await client.call_tool("recall", {"query": f"{word} ledger drawer", "limit": 3})
+        times.append((time.perf_counter() - started) * 1000)
+        assert found.structured_content["results"][0]["block_id"] == kept.structured_content["block_id"]  # fmt: skip
+    return times
+
+
+def _concurrent(url: str, sessions: int, seconds: float) -> tuple[list[float], int, set[str]]:
+    """``sessions`` MCP sessions at once, each recalling and remembering for ``seconds``:
+    every call's time, the errors, the memories the server said it kept."""
+    times: list[float] = []
+    kept: set[str] = set()
+    errors = 0
+
+    async def one(name: int) -> None:
+        nonlocal errors
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with (
+            httpx2.AsyncClient(timeout=600) as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        ):
+            end = time.monotonic() + seconds
+            k = 0
+            while time.monotonic() < end:
+                for tool, args in (
+                    ("recall", {"query": QUERIES[(name + k) % len(QUERIES)]}),
+                    ("remember", {"text": f"Session {name} note {k}: zqc{name}x{k}."}),
+                ):
+                    started = time.perf_counter()
+                    try:
+                        answer = await client.call_tool(tool, args)
+                    except Exception:
+                        errors += 1
+                        continue
+                    times.append((time.perf_counter() - started) * 1000)
+                    if answer.is_error:
+                        errors += 1
+                    elif tool == "remember":
+                        kept.add(answer.structured_content["block_id"])
+                k += 1
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for name in range(sessions):
+                group.start_soon(one, name)
+
+    anyio.run(main)
+    return times, errors, kept
+
+
+@pytest.mark.perf
+@pytest.mark.timeout(7200)
+def test_serve_latency_at_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole call through the Python SDK over each transport, with the in-process answer
+    in the same run; a remember followed by the recall that finds it; concurrent sessions."""
+    from mcp import StdioServerParameters
+
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    build_scaled_store(url, sessions=SESSIONS, seed=11, holdout=1, embed=("entity", "block"))
+    with memvault.open(url) as store:
+        blocks = store.fetch("SELECT count(*) FROM blocks")[0][0]
+        memvault.recall(store, QUERIES[0])  # builds the index
+        local = []
+        for k in range(LATENCY_RECALLS):
+            started = time.perf_counter()
+            memvault.recall(store, QUERIES[k % len(QUERIES)], limit=10)
+            local.append((time.perf_counter() - started) * 1000)
+    env = _env(tmp_path)
+    with _server(url, env, tmp_path / "http.log") as base:
+        http = _session_calls(f"{base}/mcp", lambda c: _recalls(c, LATENCY_RECALLS))
+        pairs = _session_calls(f"{base}/mcp", lambda c: _pairs(c, PAIRS))
+        calls, errors, kept = _concurrent(f"{base}/mcp", SESSIONS_AT_ONCE, CONCURRENT_SECONDS)
+    with memvault.open(url) as store:
+        stored = store.fetch("SELECT count(*) FROM blocks WHERE id = ANY(:ids)", {"ids": sorted(kept)})  # fmt: skip
+    stdio = _session_calls(
+        StdioServerParameters(command=MEMVAULT, args=["serve", "--store", url], env=env),
+        lambda c: _recalls(c, LATENCY_RECALLS),
+    )
+    print(
+        f"\n{blocks:,} blocks (hashing vectors), {LATENCY_RECALLS} recalls each\n"
+        f"in process, memvault.recall     {_pct(local)}\n"
+        f"MCP over streamable HTTP        {_pct(http)}\n"
+        f"MCP over stdio                  {_pct(stdio)}\n"
+        f"remember then recall (HTTP)     {_pct(pairs)}  ({PAIRS} pairs)\n"
+        f"{SESSIONS_AT_ONCE} sessions for {CONCURRENT_SECONDS:g} s       {_pct(calls)}  "
+        f"({len(calls)} calls, {errors} errors, {len(kept)} memories kept, {stored[0][0]} stored)"
+    )
+    assert errors == 0 and stored[0][0] == len(kept)
