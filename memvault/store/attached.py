@@ -63,6 +63,12 @@ COPIED: dict[str, str | None] = {
 }
 
 
+#: Tables the server never writes (a fact or a mention comes from the night, a remember writes a
+#: block): copied without their keys, which cost most of the copy (400k mentions: 2.0 s with
+#: the primary key, 0.2 s without).
+UNKEYED = frozenset({"mentions", "triples"})
+
+
 class AttachedBackend(DuckDBBackend):
     """A DuckDB store file seen through an in-memory DuckDB that can let go of it."""
 
@@ -119,10 +125,14 @@ class AttachedBackend(DuckDBBackend):
                     for table, where in COPIED.items():
                         if not _has_table(con, table):
                             continue
-                        sql = f"INSERT INTO {COPY}.main.{table} SELECT * FROM {FILE}.main.{table}"
+                        rows = f"SELECT * FROM {FILE}.main.{table}"
                         if where:
-                            sql += " WHERE " + where.format(file=FILE)
-                        con.execute(sql)
+                            rows += " WHERE " + where.format(file=FILE)
+                        if table in UNKEYED:
+                            con.execute(f"DROP TABLE {COPY}.main.{table}")
+                            con.execute(f"CREATE TABLE {COPY}.main.{table} AS {rows}")
+                        else:
+                            con.execute(f"INSERT INTO {COPY}.main.{table} {rows}")
                     con.execute("COMMIT")
                 except BaseException:
                     with contextlib.suppress(Exception):
