@@ -43,12 +43,15 @@ class CollectReport:
     llm_refused: Counter[str] = field(default_factory=Counter)
     #: Facts the LLM extracted that their memories do not clearly state: queued for review.
     llm_queued: Counter[str] = field(default_factory=Counter)
+    #: Writes a stopped ``memvault serve`` had left in its queue, applied first.
+    serve_writes_applied: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "files_seen": self.files_seen,
             "files_ingested": self.files_ingested,
             "files_unchanged": self.files_unchanged,
+            "serve_writes_applied": self.serve_writes_applied,
             "inserted": dict(self.inserted),
             "failures": [{"location": loc, "error": err} for loc, err in self.failures],
             "warnings": self.warnings,
@@ -65,6 +68,7 @@ class CollectReport:
             "files_unchanged": self.files_unchanged,
             "files_failed": len(self.failures),
             "warnings": len(self.warnings),
+            "serve_writes_applied": self.serve_writes_applied,
             "sessions_added": self.inserted.get("session", 0),
             "records_added": sum(self.inserted.values()),
             "inserted": [{"record type": k, "added": n} for k, n in self.inserted.items()],
@@ -128,8 +132,12 @@ def collect(
     include_subagents: bool = False,
     on_file: Callable[[str], None] | None = None,
 ) -> CollectReport:
-    """Ingest every new or changed file of both sources."""
+    """Ingest every new or changed file of both sources (first, the writes a stopped
+    ``memvault serve`` left queued: see :func:`memvault.serve.writer.apply_left`)."""
+    from memvault.serve.writer import apply_left
+
     report = CollectReport()
+    report.serve_writes_applied = apply_left(store)
     jsonl = sorted(inbox.glob("*.jsonl")) if inbox and inbox.is_dir() else []
     transcripts = (
         session_files(claude_projects, include_subagents=include_subagents)

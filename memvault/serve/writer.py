@@ -345,3 +345,25 @@ class ServeWriter:
                 for rid in recalls:
                     self._unwritten.pop(rid, None)
                 self._changed.notify_all()
+
+
+def apply_left(store: Store) -> int:
+    """Apply the writes a ``memvault serve`` of this store left in its queue when no server
+    runs to apply them (it stopped while a nightly job held the file, or was killed and not
+    started again); returns how many. The collector calls it first, so what an agent
+    remembered is in the store before the night reads it. Its vectors are the night's to
+    make (no embedder is loaded here). A queue a live server holds is that server's: 0."""
+    from memvault.serve.queue import QueueError, queue_path
+
+    try:
+        path = queue_path(store.url)
+        if not path.exists() or path.stat().st_size == 0:
+            return 0
+        queue = WriteQueue(path)
+    except (QueueError, MemvaultError, OSError):
+        return 0  # held by a live server (it applies them), or no private state dir
+    waiting = len(queue)
+    writer = ServeWriter(store.twin(), queue, hold_off=0)
+    left = writer.waiting()
+    writer.close()
+    return waiting - left

@@ -201,3 +201,27 @@ def test_a_question_naming_nothing_is_never_answered_from_a_prefetched_entry(
     assert cached == [(1,)]  # the night did prefetch it
     assert not found["served_from_prefetch"]
     assert found["results"][0]["block_id"] == memory["block_id"]
+
+
+def test_the_collector_applies_what_a_stopped_server_left_unless_a_server_holds_it(
+    filled: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that stopped while a nightly job held the file leaves its writes queued; the
+    night's collector applies them first (once), so the dream reads what the agent kept."""
+    from memvault.collector import collect
+    from memvault.serve.queue import queue_path
+    from memvault.serve.writer import apply_left
+
+    block = {"type": "block", "text": "Kept while the night held the file.", "created_at": "2026-12-01T09:00:00", "id": "blk_left"}  # fmt: skip
+    with Store.open(filled) as store:
+        path = queue_path(store.url)
+    queue = WriteQueue(path)
+    queue.append("remember", new_run_id("ingest"), {"block_id": "blk_left", "lines": [block]})
+    with Store.open(filled) as store:
+        assert apply_left(store) == 0  # its server still holds the queue: it applies it
+        queue.close()
+        report = collect(store, inbox=None, claude_projects=None)
+        assert report.serve_writes_applied == 1
+        assert store.fetch("SELECT count(*) FROM blocks WHERE id = 'blk_left'") == [(1,)]
+        assert apply_left(store) == 0  # applied once
+    assert path.read_bytes() == b""
