@@ -20,18 +20,20 @@ from memvault.store.liveness import HOST, process_alive
 
 RUNNING = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 #: Tags memvault puts on the runs it starts in-process, so they can be checked.
-HOST_TAG, PID_TAG = "memvault/host", "memvault/pid"
+#: The run the process tags were written for: a re-execution from the UI inherits its parent's
+#: tags, and its own process is then its run worker, not the parent's (gone) CLI process.
+HOST_TAG, PID_TAG, RUN_TAG = "memvault/host", "memvault/pid", "memvault/pid_of_run"
 
 
-def process_tags() -> dict[str, str]:
-    """Tags naming the process that runs a job in-process (the CLI)."""
-    return {HOST_TAG: HOST, PID_TAG: str(os.getpid())}
+def process_tags(run_id: str) -> dict[str, str]:
+    """Tags naming the process that runs ``run_id`` in-process (the CLI)."""
+    return {HOST_TAG: HOST, PID_TAG: str(os.getpid()), RUN_TAG: run_id}
 
 
 def _carrier(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[str | None, int | None]:
     """Host and process id carrying a run: its tags, else the run worker that started it
     (on an instance whose event log is local to this machine)."""
-    if PID_TAG in run.tags:
+    if PID_TAG in run.tags and run.tags.get(RUN_TAG) == run.run_id:
         return run.tags.get(HOST_TAG), int(run.tags[PID_TAG])
     if "Sqlite" not in type(instance.event_log_storage).__name__:
         return None, None  # a shared instance: another machine may be running it

@@ -30,6 +30,7 @@ from dagster._core.remote_origin import (
     RemoteRepositoryOrigin,
 )
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+from dagster._core.utils import make_new_run_id
 
 import pipelines.definitions
 from memvault.config import masked_url
@@ -113,12 +114,19 @@ def run_job(
     and a wait for a live run holding the store is announced (``say``)."""
     job = definitions().resolve_job_def(job_name)
     run_config = run_config_for(store_url, log_level, **overrides)
-    all_tags = {"memvault/started_by": "cli", **process_tags(), **(tags or {})}
+    run_id = make_new_run_id()
+    all_tags = {"memvault/started_by": "cli", **process_tags(run_id), **(tags or {})}
     if instance is None:
-        return job.execute_in_process(run_config=run_config, raise_on_error=False, tags=all_tags)
+        return job.execute_in_process(
+            run_config=run_config, raise_on_error=False, tags=all_tags, run_id=run_id
+        )
     prepare_instance(instance, say or (lambda _: None))
     run = instance.create_run_for_job(
-        job_def=job, run_config=run_config, tags=all_tags, remote_job_origin=job_origin(job_name)
+        job_def=job,
+        run_id=run_id,
+        run_config=run_config,
+        tags=all_tags,
+        remote_job_origin=job_origin(job_name),
     )
     # The steps run in this process (as `execute_in_process` would), but the run is recorded
     # as a run of the code location's job, so the UI lists it and can re-execute it.
