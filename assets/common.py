@@ -190,10 +190,13 @@ def expectations_spec(table: str, asset: str) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(f"{table}_expectations", asset=asset, description=SUITE_TEXT[table])
 
 
-def expectations_result(store: Any, table: str, asset: str) -> dg.AssetCheckResult:
+def expectations_result(
+    store: Any, table: str, asset: str, *, changed_by: str | None = None
+) -> dg.AssetCheckResult:
+    """The table's expectations: on every row, or (``changed_by``) on the rows that run wrote."""
     from memvault.quality import validate_table
 
-    result = validate_table(store, table)
+    result = validate_table(store, table, changed_by=changed_by)
     return dg.AssetCheckResult(
         asset_key=asset,
         check_name=f"{table}_expectations",
@@ -203,5 +206,6 @@ def expectations_result(store: Any, table: str, asset: str) -> dg.AssetCheckResu
             "failed_expectations": len(result.failed),
             "failed": md_table([{"expectation": f} for f in result.failed]),
             "rows": result.rows,
+            "scope": "rows this run changed" if changed_by else "every row",
         },
     )

@@ -179,7 +179,9 @@ def dream_graph(
             report = stage()
             yield _materialized(context, opened, name, report, round(time.monotonic() - started, 3))
             if name == EDGES and context.selected_asset_check_keys:
-                yield expectations_result(opened, "edges", EDGES)
+                # An incremental refresh wrote a few edges: those are checked, not the store's.
+                changed_by = run_id if getattr(report, "incremental", False) else None
+                yield expectations_result(opened, "edges", EDGES, changed_by=changed_by)
 
 
 def _materialized(

@@ -84,6 +84,16 @@ def test_a_dream_resolves_the_history_and_a_second_one_finds_nothing(
     assert again["content_blocks_changed"] == again["content_facts_changed"] == 0
     signal_again = metadata(second, "dream_discoveries")
     assert sum(signal_again[f"discoveries_{k}"] for k in kinds) == 0
+    # The first dream's full refresh checks every edge; the second's incremental one checks
+    # the edges it wrote (none: nothing changed), not the whole graph again.
+    scopes = [
+        (e.metadata["scope"].value, e.metadata["rows"].value, e.passed)
+        for run in (first, second)
+        for e in run.get_asset_check_evaluations()
+        if e.check_name == "edges_expectations"
+    ]
+    assert scopes[0][0] == "every row" and scopes[0][1] > 0 and scopes[0][2]
+    assert scopes[1] == ("rows this run changed", 0, True)
     with memvault.open(url) as store:
         # Only new insights/report rows: no fact, entity or session changed.
         assert _facts(export_text(store)) == _facts(before)
