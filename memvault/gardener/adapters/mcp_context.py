@@ -41,26 +41,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memvault.gardener.adapter import (
     GARDEN_SUMMARY_TAG,
     BackupRef,
     Capability,
     Change,
-    DuplicatePair,
     ItemChanges,
     ItemQuery,
     JournalEntry,
     MemoryItem,
     NewItem,
     ToolInfo,
-    UnsupportedMixin,
     WriteContext,
     apply_item_query,
 )
+from memvault.gardener.adapters.embedded_items import EmbeddedItems
 from memvault.gardener.mcp_client import McpError, McpStdioClient
-from memvault.gardener.similarity import similar_pairs
 from memvault.normalize import utcnow
 
 if TYPE_CHECKING:
@@ -136,7 +132,7 @@ def _item(row: Mapping[str, Any]) -> MemoryItem:
     )
 
 
-class KeeperStore(UnsupportedMixin):
+class KeeperStore(EmbeddedItems):
     """A gardener store over a running ``mcp-memory-keeper`` (see the module docstring)."""
 
     def __init__(
@@ -150,11 +146,7 @@ class KeeperStore(UnsupportedMixin):
         self.client = client
         self.data_dir = data_dir
         self.name = name or f"mcp:{client.server_name}:{data_dir or client.command.display}"
-        self._embedder_spec = embedder
-        self._embedder: Embedder | None = (
-            None if embedder is None or isinstance(embedder, str) else embedder
-        )
-        self._vectors: dict[str, np.ndarray] = {}
+        self.init_embedding(embedder)
         self.bound = {}
         self.declined: dict[Capability, str] = {}
         self.explained: dict[Capability, str] = {}
@@ -250,40 +242,6 @@ class KeeperStore(UnsupportedMixin):
     def stats(self) -> dict[str, int]:
         self.require(Capability.STATS)
         return {"items_active": len(self._rows())}
-
-    # -- duplicates ---------------------------------------------------------------------------
-
-    def duplicate_candidates(
-        self, item_ids: Sequence[str], threshold: float = 0.90, limit: int = 1000
-    ) -> list[DuplicatePair]:
-        self.require(Capability.DUPLICATE_CHECK)
-        items = [i for i in self.items() if not i.pinned]
-        position = {item.id: n for n, item in enumerate(items)}
-        queries = np.array([position[i] for i in dict.fromkeys(item_ids) if i in position])
-        if queries.size == 0 or len(items) < 2:
-            return []
-        found = similar_pairs(self._embed([i.text for i in items]), queries, threshold)
-        pairs = []
-        for a, b, score in zip(
-            found.left.tolist(), found.right.tolist(), found.score.tolist(), strict=True
-        ):
-            first, second = sorted((items[a].id, items[b].id))
-            pairs.append(DuplicatePair(first, second, min(1.0, round(float(score), 6))))
-            if len(pairs) >= limit:
-                break
-        return pairs
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        todo = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if todo:
-            if self._embedder is None:
-                from memvault.embed import make_embedder
-
-                spec = self._embedder_spec if isinstance(self._embedder_spec, str) else None
-                self._embedder = make_embedder(spec)
-            for text, vector in zip(todo, self._embedder.embed(todo), strict=True):
-                self._vectors[text] = vector
-        return np.stack([self._vectors[t] for t in texts])
 
     # -- writing ------------------------------------------------------------------------------
 

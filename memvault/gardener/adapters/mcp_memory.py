@@ -94,14 +94,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memvault.gardener.adapter import (
     GARDEN_SUMMARY_TAG,
     BackupRef,
     Capability,
     Change,
-    DuplicatePair,
     Fact,
     FactQuery,
     ItemChanges,
@@ -112,9 +109,9 @@ from memvault.gardener.adapter import (
     NewItem,
     OrphanNode,
     ToolInfo,
-    UnsupportedMixin,
     WriteContext,
 )
+from memvault.gardener.adapters.embedded_items import EmbeddedItems
 from memvault.gardener.mcp_client import (
     DEFAULT_TIMEOUT,
     McpError,
@@ -123,7 +120,6 @@ from memvault.gardener.mcp_client import (
     resolve_relative,
     split_env_words,
 )
-from memvault.gardener.similarity import similar_pairs
 from memvault.normalize import utcnow
 
 if TYPE_CHECKING:
@@ -403,7 +399,7 @@ def default_backup_dir(memory_file: str | None) -> Path:
     return Path(".memvault") / "garden-snapshots"
 
 
-class McpMemoryStore(UnsupportedMixin):
+class McpMemoryStore(EmbeddedItems):
     """A gardener store backed by an MCP memory server (see the module docstring)."""
 
     def __init__(
@@ -423,11 +419,7 @@ class McpMemoryStore(UnsupportedMixin):
         self.backup_dir = Path(backup_dir) if backup_dir else default_backup_dir(memory_file)
         store_key = hashlib.sha1(self.name.encode("utf-8")).hexdigest()[:8]
         self.first_seen = FirstSeen(self.backup_dir / f"first-seen-{store_key}.json")
-        self._embedder_spec = embedder
-        self._embedder: Embedder | None = (
-            None if embedder is None or isinstance(embedder, str) else embedder
-        )
-        self._vectors: dict[str, np.ndarray] = {}
+        self.init_embedding(embedder)
         self._owns_client = owns_client
         self.bound = {}
         #: Capabilities the survey offered that this adapter does not take, with the reason.
@@ -619,44 +611,6 @@ class McpMemoryStore(UnsupportedMixin):
             "items_active": sum(len(e.get("observations") or []) for e in graph.entities),
             "facts_active": len(graph.relations),
         }
-
-    # -- duplicates ---------------------------------------------------------------------------
-
-    def duplicate_candidates(
-        self, item_ids: Sequence[str], threshold: float = 0.90, limit: int = 1000
-    ) -> list[DuplicatePair]:
-        """Pairs among unpinned observations, each with one of ``item_ids``, by cosine of
-        memvault's embedder (the server has no similarity), through
-        :func:`~memvault.gardener.similarity.similar_pairs`: never all pairs of the store."""
-        self.require(Capability.DUPLICATE_CHECK)
-        items = [i for i in self.items() if not i.pinned]
-        position = {item.id: n for n, item in enumerate(items)}
-        queries = np.array([position[i] for i in dict.fromkeys(item_ids) if i in position])
-        if queries.size == 0 or len(items) < 2:
-            return []
-        found = similar_pairs(self._embed([i.text for i in items]), queries, threshold)
-        pairs = []
-        for a, b, score in zip(
-            found.left.tolist(), found.right.tolist(), found.score.tolist(), strict=True
-        ):
-            first, second = sorted((items[a].id, items[b].id))
-            pairs.append(DuplicatePair(first, second, min(1.0, round(float(score), 6))))
-            if len(pairs) >= limit:
-                break
-        return pairs
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        todo = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if todo:
-            if self._embedder is None:
-                # Imported when first needed: the embedders pull in heavy modules (openai, onnx).
-                from memvault.embed import make_embedder
-
-                spec = self._embedder_spec if isinstance(self._embedder_spec, str) else None
-                self._embedder = make_embedder(spec)
-            for text, vector in zip(todo, self._embedder.embed(todo), strict=True):
-                self._vectors[text] = vector
-        return np.stack([self._vectors[t] for t in texts])
 
     # -- writing in place (a server with update_entities) ---------------------------------------
 
