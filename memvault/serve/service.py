@@ -17,8 +17,8 @@ in-memory copy meanwhile.
 
 A recall is answered before its log is written: the log is queued (durable at once) and
 applied by the writer's thread, unless ``MEMVAULT_SERVE_RECALL_LOG=inline`` asks to apply
-it before answering. ``feedback`` on a recall waits for that recall's log;
-:meth:`MemoryService.close` applies everything still queued.
+it before answering. ``feedback`` is applied after everything queued before it (a recall
+just answered included); :meth:`MemoryService.close` applies everything still queued.
 """
 
 from __future__ import annotations
@@ -186,9 +186,8 @@ class MemoryService:
         word = verdict.strip().lower()
         if word not in VERDICTS and word not in BOOSTS:
             raise MemvaultError(f"unknown verdict {verdict!r}: use {ACCEPTED}")
-        self.writer.wait_for(recall_id)  # a recall just answered may not be written yet
         args = {"recall_id": recall_id, "verdict": verdict, "block_id": block_id, "note": note}
-        try:
+        try:  # applied after everything queued before it: a recall just answered included
             report = self.writer.write(
                 "feedback", new_run_id("feedback"), args | {"at": iso(utcnow())}
             )

@@ -136,8 +136,8 @@ class ServeWriter:
         it); returns its result, or raises :class:`Refused` (then nothing was written)."""
         if self._closed:
             raise MemvaultError("the server is stopping: nothing was written")
-        entry = self.queue.append(kind, run_id, args)
-        with self.write_lock:
+        with self.write_lock:  # appended under the lock: no other drain applies it first
+            entry = self.queue.append(kind, run_id, args)
             return self._drain(own=entry) or {}
 
     def pending(self) -> int:
