@@ -338,6 +338,14 @@ def _feedback(store: Store) -> dict[str, float]:
     return {str(b): float(v) for b, v in store.fetch(FEEDBACK_SQL)}
 
 
+def _session_codes(seg: Segment, codes: dict[str, int]) -> np.ndarray:
+    """Per row of ``seg``, its session as a code of ``codes`` (new sessions added; -1: none)."""
+    ids = seg.shown["session_id"].to_list() if seg.shown is not None else [None] * seg.size
+    return np.asarray(
+        [-1 if s is None else codes.setdefault(s, len(codes)) for s in ids], dtype=np.int64
+    )
+
+
 def _id_at(segs: list[Segment], row: int) -> str:
     """The block id of ``row`` counted over ``segs`` end to end (no list of every id is built
     per query: only the best few are looked up)."""
@@ -380,6 +388,9 @@ class SearchIndex:
     seen: Seen = field(default_factory=Seen, repr=False)
     #: What links blocks for the expansion from the best hits (see :meth:`links`).
     _links: Links | None = field(default=None, repr=False)
+    #: The main segment's rows' sessions as codes, and the codes (see :meth:`links`).
+    _main_sessions: np.ndarray | None = field(default=None, repr=False)
+    _session_codes: dict[str, int] = field(default_factory=dict, repr=False)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -701,23 +712,33 @@ class SearchIndex:
 
     def links(self, segs: list[Segment]) -> Links:
         """What links the blocks of ``segs`` (end to end): built on first use after a build
-        or a refresh."""
+        or a refresh. The main segment's part (its mentions, its rows' sessions) does not
+        change between rebuilds and is worked out once; a refresh adds the second segment's."""
         if self._links is None:
-            parts: dict[str, list[np.ndarray]] = {}
+            mentions: dict[str, np.ndarray] = {}
             codes: dict[str, int] = {}
-            sessions: list[int] = []
-            vectors = []
-            offset = 0
-            for seg in segs:
+            sessions: list[np.ndarray] = []
+            vectors: list[tuple[int, np.ndarray | None, np.ndarray]] = []
+            rest = segs
+            if segs and segs[0] is self.main:
+                if self._main_sessions is None:
+                    self._session_codes = {}
+                    self._main_sessions = _session_codes(self.main, self._session_codes)
+                mentions, codes = dict(self.main.mentions), dict(self._session_codes)
+                sessions.append(self._main_sessions)
+                vectors.append((0, self.main.vectors, self.main.has_vector))
+                rest = segs[1:]
+            offset = sum(len(part) for part in sessions)
+            for seg in rest:
                 for eid, rows in seg.mentions.items():
-                    parts.setdefault(eid, []).append(rows + offset)
-                shown = seg.shown
-                ids = shown["session_id"].to_list() if shown is not None else [None] * seg.size
-                sessions += [-1 if s is None else codes.setdefault(s, len(codes)) for s in ids]
+                    had = mentions.get(eid)
+                    shifted = rows + offset
+                    mentions[eid] = shifted if had is None else np.concatenate([had, shifted])
+                sessions.append(_session_codes(seg, codes))
                 vectors.append((offset, seg.vectors, seg.has_vector))
                 offset += seg.size
-            mentions = {e: np.concatenate(r) for e, r in parts.items()}
-            self._links = Links.build(mentions, np.asarray(sessions, dtype=np.int64), vectors)
+            joined = np.concatenate(sessions) if sessions else np.zeros(0, dtype=np.int64)
+            self._links = Links.build(mentions, joined, vectors)
         return self._links
 
     @property
