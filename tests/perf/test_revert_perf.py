@@ -8,7 +8,6 @@ reverted, and the store must equal the state before the dream. Run: ``.venv/bin/
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -21,8 +20,9 @@ from memvault.store.tables import AUDITED_TABLES
 from tests.dagster.dream_support import DREAM_ASSETS, DREAM_CHECKS, resources
 from tests.helpers import table_dump
 from tests.perf.dream_data import build_scaled_store
+from tests.perf.test_scale import _setting  # the shell's setting (conftest drops MEMVAULT_*)
 
-SESSIONS = int(os.environ.get("MEMVAULT_REVERT_SESSIONS") or 1_500)
+SESSIONS = int(_setting("MEMVAULT_REVERT_SESSIONS") or 1_500)
 STATE_TABLES = (*AUDITED_TABLES, "communities", "centrality")
 
 
@@ -40,6 +40,7 @@ def test_reverting_a_large_failed_dream(store_url: str, tmp_path: Path) -> None:
         selection=dg.AssetSelection.groups("dream") - dg.AssetSelection.assets("dream_prune"),
         resources=resources(store_url),
         raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
     dream_s = time.perf_counter() - started
     assert result.success
