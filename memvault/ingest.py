@@ -325,10 +325,11 @@ def prepare(store: Store, staging: Staging, read: _Read, source: str) -> dict[st
     repeats are dropped. Returns how entity names map to ids (only those that differ);
     raises IngestError with every problem found (the first by line listed, all counted)."""
     problems = _Problems(store, source)
-    for type_name in staging.types:
+    repeatable = [t for t in staging.types if staging.rows[t] > 1]  # one row repeats nothing
+    for type_name in repeatable:
         problems.add(staging.clashes(type_name), _clash)
     problems.raise_if_any()  # a clash makes the rest meaningless (two rows claim one id)
-    for type_name in staging.types:
+    for type_name in repeatable:
         staging.drop_repeats(type_name)
     resolver = _Resolver(store, read)
     wanted = set().union(*read.entity_refs.values()) if read.entity_refs else set()

@@ -65,11 +65,11 @@ class Staging:
 
     def __exit__(self, kind: object, *exc: object) -> None:
         if kind is None:
-            drop_staging(self.store, self.id)
+            drop_staging(self.store, self.id, self.types)
             return
         # Failing already: a staging that cannot be dropped now is dropped at the next start.
         with contextlib.suppress(Exception):
-            drop_staging(self.store, self.id)
+            drop_staging(self.store, self.id, self.types)
 
     def table(self, type_name: str) -> str:
         return staging_table(self.id, type_name)
@@ -93,10 +93,9 @@ class Staging:
             unlogged = "UNLOGGED " if self.store.kind == "postgresql" else ""
             # Typed like the memory table, without its constraints (the checks are ours).
             backend.execute(
-                f"CREATE {unlogged}TABLE {table} AS SELECT * FROM {ident(target)} WHERE false"
+                f"CREATE {unlogged}TABLE {table} AS SELECT *, CAST(NULL AS BIGINT) AS {LINE}, "
+                f"CAST(NULL AS BIGINT) AS {SEQ} FROM {ident(target)} WHERE false"
             )
-            backend.execute(f"ALTER TABLE {table} ADD COLUMN {LINE} BIGINT")
-            backend.execute(f"ALTER TABLE {table} ADD COLUMN {SEQ} BIGINT")
             self.columns[type_name] = []
         known = self.columns[type_name]
         known.extend(c for c in content.columns if c not in known)
@@ -111,11 +110,15 @@ class Staging:
             )
         self.rows[type_name] = self.rows.get(type_name, 0) + frame.height
 
+    #: Staged rows past which PostgreSQL indexes the read-back order (a small input is read in
+    #: one page: an index would cost more than it saves).
+    PAGE_INDEXED = 20_000
+
     def ready(self) -> None:
         """Everything is staged: index the order rows are read back in (PostgreSQL reads a
         page by it; DuckDB's appends are in that order already)."""
         if self.store.kind == "postgresql":
-            for type_name in self.columns:
+            for type_name in [t for t, n in self.rows.items() if n > self.PAGE_INDEXED]:
                 table = self.table(type_name)
                 self.store.backend.execute(f"CREATE INDEX ON {table} ({SEQ})")
                 self.store.backend.execute(f"ANALYZE {table}")
@@ -194,12 +197,15 @@ class Staging:
                 return
             after = int(page[SEQ].max())  # type: ignore[arg-type]
             yield prepare(page.drop(SEQ))
+            if page.height < size:  # the last page
+                return
 
 
-def drop_staging(store: Store, ingest_id: str) -> None:
-    """Drop one ingest's staging tables and its registration."""
+def drop_staging(store: Store, ingest_id: str, types: list[str] | None = None) -> None:
+    """Drop one ingest's staging tables (those of ``types``, else of every record type) and
+    its registration."""
     with store.transaction():
-        for type_name in MAPPINGS:
+        for type_name in MAPPINGS if types is None else types:
             store.backend.execute(f"DROP TABLE IF EXISTS {staging_table(ingest_id, type_name)}")
         store.backend.execute(f"DELETE FROM {REGISTRY} WHERE id = :id", {"id": ingest_id})
 
