@@ -1,8 +1,9 @@
 """Ingest: JSONL interchange records (or importer output) into the store, all or nothing.
 
-A file is validated completely before anything is written; every problem is
-reported with file and line; the write is one transaction through the
-audited path. Records whose id is already in the store are left as they are
+A file is read chunk by chunk into the store's staging (``memvault.ingest_staging``) and
+validated completely there before anything is visible; every problem is reported with file
+and line; the write into the memory tables is one transaction through the audited path, so
+memory holds a chunk, never the file. Records whose id is already in the store are left as they are
 (the store may have curated them since), so ingesting the same input twice
 adds nothing.
 """
