@@ -203,7 +203,7 @@ def submit_backfill(
         asset_graph=definitions().resolve_asset_graph(),
         partition_names=keys,
         asset_selection=[asset.key for asset in assets.profile.PROFILE_ASSETS],
-        backfill_timestamp=dt.datetime.now(dt.UTC).timestamp(),
+        backfill_timestamp=dt.datetime.now(dt.UTC).timestamp(),  # wall clock: Dagster records when
         tags={"memvault/started_by": "cli"},
         dynamic_partitions_store=instance,
         all_partitions=False,
