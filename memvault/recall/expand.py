@@ -76,6 +76,44 @@ class Links:
         starts = np.searchsorted(rows, np.arange(n + 1))
         return cls(mentions, ids, code, starts, sessions, vectors)
 
+    def extended(
+        self,
+        mentions: dict[str, np.ndarray],
+        sessions: np.ndarray,
+        vectors: Sequence[tuple[int, np.ndarray | None, np.ndarray]],
+    ) -> Links:
+        """These links with ``len(sessions)`` rows more after the last: their mentions
+        (entity -> rows counted from the first new row) and sessions; ``vectors`` are those
+        of every row. Only the new rows are sorted (a search index's second segment, added
+        after each refresh to the main one's links, which stay as built)."""
+        n = len(self.sessions)
+        ids = list(self.entity_ids)
+        code_of = {e: k for k, e in enumerate(ids)}
+        merged = dict(self.mentions)
+        rows_parts, code_parts = [], []
+        for eid, rows in mentions.items():
+            code = code_of.get(eid)
+            if code is None:
+                code = code_of[eid] = len(ids)
+                ids.append(eid)
+            shifted = rows.astype(np.int64) + n
+            had = merged.get(eid)
+            merged[eid] = shifted if had is None else np.concatenate([had, shifted])
+            rows_parts.append(shifted)
+            code_parts.append(np.full(len(shifted), code, dtype=np.int64))
+        new_rows = np.concatenate(rows_parts) if rows_parts else np.zeros(0, dtype=np.int64)
+        new_codes = np.concatenate(code_parts) if code_parts else np.zeros(0, dtype=np.int64)
+        order = np.argsort(new_rows, kind="stable")
+        starts = np.searchsorted(new_rows[order], np.arange(n, n + len(sessions) + 1))
+        return Links(
+            merged,
+            ids,
+            np.concatenate([self.codes, new_codes[order]]),
+            np.concatenate([self.starts[:-1], starts + len(self.codes)]),
+            np.concatenate([self.sessions, sessions]),
+            vectors,
+        )
+
     def entities_of(self, row: int) -> list[str]:
         return [self.entity_ids[c] for c in self.codes[self.starts[row] : self.starts[row + 1]]]
 

@@ -388,8 +388,8 @@ class SearchIndex:
     seen: Seen = field(default_factory=Seen, repr=False)
     #: What links blocks for the expansion from the best hits (see :meth:`links`).
     _links: Links | None = field(default=None, repr=False)
-    #: The main segment's rows' sessions as codes, and the codes (see :meth:`links`).
-    _main_sessions: np.ndarray | None = field(default=None, repr=False)
+    #: The main segment's own links (built once), and its sessions' codes (see :meth:`links`).
+    _main_links: Links | None = field(default=None, repr=False)
     _session_codes: dict[str, int] = field(default_factory=dict, repr=False)
 
     # -- building -----------------------------------------------------------------------------
@@ -467,10 +467,9 @@ class SearchIndex:
             return self
         old = self.marks
         changed = self._changed(store)
-        main_pos = {b: i for i, b in enumerate(self.main.ids)} if changed.height else {}
         touched = set(changed["id"].to_list()) if changed.height else set()
         for bid, text, status, written in changed.iter_rows():
-            row = main_pos.get(bid)
+            row = self.main.row_of(bid)
             if row is not None:
                 self.main.live[row] = False
             if status == "active":
@@ -560,23 +559,28 @@ class SearchIndex:
         return touched
 
     def _read_vectors(self, store: Store) -> None:
-        """The main segment's vectors made since the last look (those not read yet)."""
+        """The main segment's vectors made since the last look (those not read yet; a block
+        of the second segment has its vectors read with it)."""
         keys = store.fetch(VECTOR_KEYS_SQL, {"m": self.model, "since": self.seen.since("vectors")})
         fresh_ids = sorted({k for k, v in keys if self.seen.new("vectors", k, v)})
         self.seen.update("vectors", [(k, v) for k, v in keys])
+        fresh_ids = [b for b, r in zip(fresh_ids, self.main.rows_of(fresh_ids).tolist(), strict=True) if r >= 0]  # fmt: skip
         if not fresh_ids:
             return
         fresh = store.fetch_df(
             CURRENT_VECTORS_SQL.format(extra="AND e.target_id = ANY(:ids)"),
             {"m": self.model, "ids": fresh_ids},
         )
-        if fresh.height:
-            matrix, has = _matrix(fresh, self.main.ids)
-            if matrix is not None:
-                if self.main.vectors is None:
-                    self.main.vectors = np.zeros_like(matrix)
-                self.main.vectors[has] = matrix[has]
-                self.main.has_vector |= has
+        if not fresh.height:
+            return
+        rows = self.main.rows_of(fresh["target_id"].to_list())
+        keep = rows >= 0
+        raw = np.frombuffer(b"".join(fresh["vector"].to_list()), dtype=np.float32)
+        matrix = raw.reshape(fresh.height, -1)
+        if self.main.vectors is None:
+            self.main.vectors = np.zeros((self.main.size, matrix.shape[1]), dtype=np.float32)
+        self.main.vectors[rows[keep]] = matrix[keep]
+        self.main.has_vector[rows[keep]] = True
 
     def _relink(self, store: Store, touched: set[str]) -> None:
         """Reply links as a rebuild would make them, read for the sessions of ``touched``
@@ -715,30 +719,33 @@ class SearchIndex:
         or a refresh. The main segment's part (its mentions, its rows' sessions) does not
         change between rebuilds and is worked out once; a refresh adds the second segment's."""
         if self._links is None:
-            mentions: dict[str, np.ndarray] = {}
-            codes: dict[str, int] = {}
-            sessions: list[np.ndarray] = []
-            vectors: list[tuple[int, np.ndarray | None, np.ndarray]] = []
             rest = segs
+            vectors: list[tuple[int, np.ndarray | None, np.ndarray]] = []
+            base: Links | None = None
+            codes: dict[str, int] = {}
             if segs and segs[0] is self.main:
-                if self._main_sessions is None:
+                if self._main_links is None:
                     self._session_codes = {}
-                    self._main_sessions = _session_codes(self.main, self._session_codes)
-                mentions, codes = dict(self.main.mentions), dict(self._session_codes)
-                sessions.append(self._main_sessions)
+                    sessions = _session_codes(self.main, self._session_codes)
+                    self._main_links = Links.build(self.main.mentions, sessions)
+                base, codes, rest = self._main_links, dict(self._session_codes), segs[1:]
                 vectors.append((0, self.main.vectors, self.main.has_vector))
-                rest = segs[1:]
-            offset = sum(len(part) for part in sessions)
+            first = offset = self.main.size if base is not None else 0
+            mentions: dict[str, np.ndarray] = {}  # counted from the first row after ``base``
+            parts: list[np.ndarray] = []
             for seg in rest:
                 for eid, rows in seg.mentions.items():
                     had = mentions.get(eid)
-                    shifted = rows + offset
+                    shifted = rows + (offset - first)
                     mentions[eid] = shifted if had is None else np.concatenate([had, shifted])
-                sessions.append(_session_codes(seg, codes))
+                parts.append(_session_codes(seg, codes))
                 vectors.append((offset, seg.vectors, seg.has_vector))
                 offset += seg.size
-            joined = np.concatenate(sessions) if sessions else np.zeros(0, dtype=np.int64)
-            self._links = Links.build(mentions, joined, vectors)
+            sessions = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            if base is None:
+                self._links = Links.build(mentions, sessions, vectors)
+            else:  # the main segment's links as built, the second segment's rows after them
+                self._links = base.extended(mentions, sessions, vectors)
         return self._links
 
     @property
