@@ -75,8 +75,8 @@ def apply_remember(store: Store, entry: Entry, embedder: Embedder | None) -> dic
             raw = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
             try:
                 items = read_jsonl(io.BytesIO(raw.encode("utf-8")), REMEMBER_SOURCE)
-                if len(items) > 1 and _session_exists(store, str(lines[0]["id"])):
-                    items = items[-1:]  # the session goes on; it is left as it is
+                if lines[0]["type"] == "session" and _session_exists(store, str(lines[0]["id"])):
+                    items = items[1:]  # the session goes on; it is left as it is
                 report = ingest_records(store, items, source=REMEMBER_SOURCE, run_id=entry.run_id)
             except IngestError as exc:
                 raise Refused(_first_problem(exc), exc) from None

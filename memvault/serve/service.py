@@ -162,6 +162,7 @@ class MemoryService:
             block["id"] = remembered_id(text)
             if _inactive(self.writer.store, block["id"]):
                 block["id"] = remembered_id(text, taken=True, created_at=block["created_at"])
+            lines += self._mentions(text, block)
             try:
                 result = self.writer.write(
                     "remember", new_run_id("ingest"), {"block_id": block["id"], "lines": lines}
@@ -170,6 +171,25 @@ class MemoryService:
                 raise MemvaultError(_refusal(str(exc))) from None
         self.recaller.mark_stale()
         return result
+
+    def _mentions(self, text: str, block: dict[str, Any]) -> list[dict[str, Any]]:
+        """Mentions of the entities the store knows that ``text`` names, as a question naming
+        them is matched: a remembered memory counts for its entities at once, not only after
+        the night's extraction (else older memories of the same entity outrank it)."""
+        index = self.recaller.index
+        known = self.writer.store.fetch("SELECT 1 FROM blocks WHERE id = :id", {"id": block["id"]})
+        if index is None or known:  # the same text again: its mentions are there already
+            return []
+        return [
+            {
+                "type": "mention",
+                "entity": entity_id,
+                "block_id": block["id"],
+                "mentioned_at": block["created_at"],
+            }
+            | ({"session_id": block["session_id"]} if "session_id" in block else {})
+            for entity_id in index.matcher.match(text).ids
+        ]
 
     def feedback(
         self,
