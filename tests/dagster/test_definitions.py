@@ -59,7 +59,7 @@ def test_the_module_loads_as_memvault_ui_loads_it() -> None:
     from dagster._core.workspace.autodiscovery import loadable_targets_from_python_module
 
     [target] = loadable_targets_from_python_module("pipelines.definitions", None)
-    assert target.target_definition is defs
+    assert target.attribute == "defs" and isinstance(target.target_definition, dg.Definitions)
 
 
 def test_asset_graph_snapshot() -> None:
