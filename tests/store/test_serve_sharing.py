@@ -6,6 +6,7 @@ the file back afterwards. On DuckDB and PostgreSQL where the backend allows."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -16,7 +17,13 @@ import pytest
 from memvault.serve.queue import WriteQueue
 from memvault.serve.service import MemoryService
 from memvault.store import Store, new_run_id
+from tests.helpers import TEST_NOW
 from tests.recall_support import fill
+
+#: Times of the writes a server left, relative to the tests' day (never a fixed date: a date
+#: after the tests' day would be a memory from the future).
+DAYS_AGO = (TEST_NOW - dt.timedelta(days=4)).isoformat(timespec="seconds")
+HOUR_AGO = (TEST_NOW - dt.timedelta(hours=1)).isoformat(timespec="seconds")
 
 QUERY = "status of Quill"
 COUNTED = ("blocks", "recall_log", "feedback", "runs", "embeddings")
@@ -76,8 +83,8 @@ def test_writes_a_killed_server_left_in_the_queue_are_applied_once_by_the_next(
     store, service = _serve(filled, tmp_path)
     recall = service.recall(QUERY, limit=2)
     service.writer.flush()
-    block = {"type": "block", "text": "The Quill launch moved to Zanzibar.", "created_at": "2026-12-01T09:00:00", "id": "blk_left"}  # fmt: skip
-    feedback = {"recall_id": recall["recall_id"], "verdict": "correct", "block_id": None, "note": None, "at": "2026-12-05T09:00:00"}  # fmt: skip
+    block = {"type": "block", "text": "The Quill launch moved to Zanzibar.", "created_at": DAYS_AGO, "id": "blk_left"}  # fmt: skip
+    feedback = {"recall_id": recall["recall_id"], "verdict": "correct", "block_id": None, "note": None, "at": HOUR_AGO}  # fmt: skip
     _stop(store, service)
     before = _counts(filled)
     # What a server killed after its fsync and before applying leaves: two entries, a torn line.
@@ -102,7 +109,7 @@ def test_an_entry_the_store_refuses_later_is_set_aside_not_lost(
     filled: str, tmp_path: Path
 ) -> None:
     queue = WriteQueue(tmp_path / "queue.jsonl")
-    args = {"recall_id": "recall-gone", "verdict": "correct", "block_id": None, "note": None, "at": "2026-12-05T09:00:00"}  # fmt: skip
+    args = {"recall_id": "recall-gone", "verdict": "correct", "block_id": None, "note": None, "at": HOUR_AGO}  # fmt: skip
     queue.append("feedback", new_run_id("feedback"), args)
     queue.close()
     store, service = _serve(filled, tmp_path)
@@ -212,7 +219,7 @@ def test_the_collector_applies_what_a_stopped_server_left_unless_a_server_holds_
     from memvault.serve.queue import queue_path
     from memvault.serve.writer import apply_left
 
-    block = {"type": "block", "text": "Kept while the night held the file.", "created_at": "2026-12-01T09:00:00", "id": "blk_left"}  # fmt: skip
+    block = {"type": "block", "text": "Kept while the night held the file.", "created_at": DAYS_AGO, "id": "blk_left"}  # fmt: skip
     with Store.open(filled) as store:
         path = queue_path(store.url)
     queue = WriteQueue(path)
