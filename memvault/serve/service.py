@@ -37,13 +37,12 @@ from memvault.recall import recaller_for
 from memvault.recall.feedback import ACCEPTED, BOOSTS, VERDICTS
 from memvault.recall.recaller import Recaller
 from memvault.serve.apply import REMEMBER_SOURCE, Refused, remembered_id
+from memvault.serve.arguments import MAX_LIMIT
 from memvault.serve.queue import WriteQueue
 from memvault.serve.writer import ServeWriter
 from memvault.store import Store
 from memvault.store.store import new_run_id
 
-#: The most hits one recall returns.
-MAX_LIMIT = 100
 #: The tool's argument names for the record fields a refusal may name.
 _FIELD_NAMES = (("created_at", "occurred_at"), ("role", "speaker"))
 #: How recalls are written: ``queued`` (after the answer, by the writer) or ``inline``.
