@@ -19,6 +19,7 @@ from typing import Protocol
 
 from memvault.normalize import canonical_name
 from memvault.records import BlockRecord, EntityRecord, MentionRecord
+from memvault.text_tokens import ENTITY_TOKEN
 from memvault.text_tokens import STOPWORDS as FUNCTION_WORDS
 
 # ---------------------------------------------------------------------------
@@ -199,9 +200,6 @@ PROJECT_WORDS = frozenset({"project", "repo", "repository"})
 #: Word endings of common nouns, which keep "Machine Learning" from passing as a person.
 NOUN_ENDINGS = ("tion", "sion", "ment", "ness", "ity", "ism", "ogy", "ics", "ing")
 
-# A word: letters/digits with inner "." or "-" ("Node.js", "acme-api", "3.12"),
-# trailing "+"/"#" ("C++", "C#") and an optional leading "." (".NET").
-_TOKEN = re.compile(r"(?:(?<![\w.])\.)?\w[\w+#]*(?:[.\-]\w[\w+#]*)*")
 _BOUNDARY = re.compile(r"[.!?:\n]")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.DOTALL)
 _KEBAB = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z][A-Za-z0-9]*)+")
@@ -241,7 +239,7 @@ def _gap_key(gap: str) -> str:
 
 def _name_key(name: str) -> tuple[str, str, int]:
     """A name's lookup key (its words joined by their normalized gaps), first word, word count."""
-    words = list(_TOKEN.finditer(name))
+    words = list(ENTITY_TOKEN.finditer(name))
     key = words[0].group()
     for before, word in pairwise(words):
         key += _gap_key(name[before.end() : word.start()]) + word.group()
@@ -307,7 +305,7 @@ class _Scan:
     """One text split into words, with what the rules need to know about each word."""
 
     def __init__(self, text: str) -> None:
-        matches = list(_TOKEN.finditer(text))
+        matches = list(ENTITY_TOKEN.finditer(text))
         self.words = [m.group() for m in matches]
         self.folded = [w.casefold() for w in self.words]
         self.starts = [m.start() for m in matches]

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from bm25s.stopwords import STOPWORDS_EN
 
 from memvault.extract import STOPWORDS
-from memvault.text_tokens import NOT, stem, stemmed
+from memvault.text_tokens import NAME_WORD, NOT, NUMBER, THOUSANDS, stem, stemmed
 from memvault.text_tokens import STOPWORDS as FUNCTION_WORDS
 
 #: Why a text was refused (the order is the order of the checks).
@@ -264,9 +264,6 @@ def _clauses(text: str) -> list[list[tuple[str, str, str]]]:
     return out
 
 
-_WORD = re.compile(r"[^\W\d_][\w'’.-]*[\w]|[^\W\d_]", re.UNICODE)
-_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _MONTHS = {
     m: str(k)
     for k, names in enumerate(
@@ -368,7 +365,7 @@ class Vocabulary:
         clause_no = 0
         for text in sources:
             text = unicodedata.normalize("NFKC", text or "")
-            for match in _WORD.finditer(text):
+            for match in NAME_WORD.finditer(text):
                 forms = _forms(match.group())
                 folded = forms[0]
                 words.update(forms)
@@ -376,7 +373,7 @@ class Vocabulary:
                     numbers.add(_MONTHS[folded])
                 if folded in _NUMBER_WORDS:
                     numbers.add(_NUMBER_WORDS[folded])
-            for match in _NUMBER.finditer(_THOUSANDS.sub("", text)):
+            for match in NUMBER.finditer(THOUSANDS.sub("", text)):
                 numbers.update(_parts(match.group()))
             for word, word_stem in stemmed(text):
                 stems.add(NOT if word_stem in _NEGATION else word_stem)
@@ -409,7 +406,7 @@ def names(text: str) -> list[str]:
     too) that is not a common word (:data:`COMMON_WORDS`, stop words)."""
     return [
         word
-        for word in _WORD.findall(unicodedata.normalize("NFKC", text))
+        for word in NAME_WORD.findall(unicodedata.normalize("NFKC", text))
         if _names_something(word)
     ]
 
@@ -421,7 +418,7 @@ def _names_something(word: str) -> bool:
 
 def numbers(text: str) -> list[str]:
     """The number tokens of ``text`` (dates and times included), as written."""
-    return _NUMBER.findall(_THOUSANDS.sub("", unicodedata.normalize("NFKC", text)))
+    return NUMBER.findall(THOUSANDS.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def key_terms(text: str) -> frozenset[str]:
@@ -492,7 +489,7 @@ def says(phrase: str, sources: Iterable[str] | Vocabulary) -> bool:
     that is not a common word, capitalized or not, and every number part is in them."""
     vocabulary = sources if isinstance(sources, Vocabulary) else Vocabulary.of(sources)
     text = unicodedata.normalize("NFKC", phrase)
-    words = [_fold(m.group()) for m in _WORD.finditer(text)]
+    words = [_fold(m.group()) for m in NAME_WORD.finditer(text)]
     wanted = [w for w in words if not _common(w)] or words
     return all(w in vocabulary.words or _name_supported(w, vocabulary) for w in wanted) and all(
         p in vocabulary.numbers for n in numbers(text) for p in _parts(n)
@@ -545,7 +542,7 @@ def check(
     claimed = names(text) + [
         w
         for n in names_too
-        for w in _WORD.findall(unicodedata.normalize("NFKC", n))
+        for w in NAME_WORD.findall(unicodedata.normalize("NFKC", n))
         if not _common(_fold(w))
     ]
     missing_names = [w for w in claimed if not _name_supported(w, vocabulary)]
@@ -553,7 +550,7 @@ def check(
         n for n in numbers(text) if not all(p in vocabulary.numbers for p in _parts(n))
     ] + [
         w
-        for w in _WORD.findall(text)
+        for w in NAME_WORD.findall(text)
         if _NUMBER_NAMES.get(_fold(w), "") not in ("", *vocabulary.numbers)
     ]
     missing_words = [

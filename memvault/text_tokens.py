@@ -13,6 +13,18 @@ here, so two parts never disagree about what a word is:
 * :func:`stems` — case-folded words of any script, Snowball-stemmed (the stemmer keyword
   search uses, :func:`memvault.recall.keywords.tokenize`): what the grounded-text check
   compares a model's text with its sources by ("moved" is "moves", "Globex" is "globex").
+* :func:`normalized` (and its polars twin :func:`normalized_expr`) — a value's wording
+  reduced to its words of any script, NFKC and lower case, one space between: what makes
+  two objects of a fact the same wording (the temporal timeline, conflict resolution, the
+  lint, the gardener's stale facts); :func:`normalized_words` are its words.
+* :data:`NAME_WORD` and :data:`NUMBER` — words and numbers as written, inner punctuation
+  kept ("O'Neill", "Node.js", "2024-03-05"): what the grounded-text check finds names and
+  numbers by.
+* :data:`ENTITY_TOKEN` — words as entity extraction reads them, technical names whole
+  ("C++", "C#", ".NET", "acme-api", "3.12").
+
+:func:`singular` is the one plural rule ("libraries" → "library", "editors" → "editor"):
+conflict resolution folds an object's words by it, the gardener's survey a tool's words.
 
 Keyword search (BM25) stems its words with :func:`new_stemmer` in its own tokenizer
 (:func:`memvault.recall.keywords.tokenize`), dropping :data:`STOPWORDS` too.
@@ -28,8 +40,13 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import unicodedata
+from typing import TYPE_CHECKING
 
 import Stemmer
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: A word for :func:`words`: a run of ASCII letters and digits (after lower-casing).
 WORD_PATTERN = r"[a-z0-9]+"
@@ -39,6 +56,18 @@ ANY_SCRIPT_WORD = re.compile(r"[\w']+", re.UNICODE)
 #: A word for :func:`stems`: letters of any script, apostrophes inside ("don't", "o'neill");
 #: digits, underscores and other marks cut words ("thought_about_most" is three).
 LETTER_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*", re.UNICODE)
+#: What :func:`normalized` turns into a space: runs of anything but letters and digits.
+_NON_WORD = re.compile(r"[^\w]+|_+")
+#: A word as written, for names: starts with a letter of any script, may hold apostrophes,
+#: dots and hyphens inside ("O'Neill", "Node.js", "Jean-Luc"), ends with a letter or digit.
+NAME_WORD = re.compile(r"[^\W\d_][\w'’.-]*[\w]|[^\W\d_]", re.UNICODE)
+#: A number as written, dates and times included ("2024-03-05", "1.5", "10:30").
+NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+#: A thousands separator inside a number ("1,200"), removed before :data:`NUMBER` reads it.
+THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+#: A word as entity extraction reads it: letters/digits with inner "." or "-" ("Node.js",
+#: "acme-api", "3.12"), trailing "+"/"#" ("C++", "C#") and an optional leading "." (".NET").
+ENTITY_TOKEN = re.compile(r"(?:(?<![\w.])\.)?\w[\w+#]*(?:[.\-]\w[\w+#]*)*")
 #: What :func:`stems` writes for a negation folded into a word ("didn't" → "did", NOT).
 NOT = "not"
 
@@ -105,3 +134,39 @@ def stemmed(text: str) -> list[tuple[str, str]]:
 def stems(text: str) -> list[str]:
     """The stems of :func:`stemmed`, in order."""
     return [s for _, s in stemmed(text)]
+
+
+def normalized(text: str) -> str:
+    """``text`` as compared for sameness of wording: NFKC, lower case, every run of
+    non-letters/digits (underscores too) one space, trimmed ("Acme, Inc." → "acme inc")."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    return " ".join(_NON_WORD.sub(" ", text).split())
+
+
+def normalized_words(text: str) -> list[str]:
+    """The words of :func:`normalized` ``text``, in order."""
+    return normalized(text).split()
+
+
+def normalized_expr(column: str) -> pl.Expr:
+    """The polars twin of :func:`normalized`, for a whole column at once."""
+    import polars as pl  # here: most users of this module never touch a frame
+
+    return (
+        pl.col(column)
+        .str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all(r"[^\p{L}\p{N}]+", " ")
+        .str.strip_chars()
+    )
+
+
+def singular(word: str) -> str:
+    """A plain English plural folded to its singular ("libraries" → "library", "editors" →
+    "editor"); a word ending in "ss", "us" or "is" is left alone ("class", "status",
+    "analysis")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word

@@ -29,24 +29,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memvault.gardener.adapter import WANTED, Capability, GardenStore, ToolInfo
+from memvault.text_tokens import singular
 from memvault.text_tokens import words as text_words
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _fold(word: str) -> str:
-    """A crude singular: ``memories`` → ``memory``, ``relations`` → ``relation``."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
 def words(text: str) -> list[str]:
     """Lower-case folded words of a tool name or description."""
     text = _CAMEL.sub(" ", text)
-    return [_fold(w) for w in text_words(text)]
+    return [singular(w) for w in text_words(text)]
 
 
 def _forms(word: str) -> set[str]:
@@ -86,8 +78,8 @@ class Intent:
 def _intent(phrase: str, verbs: str, objects: str = "") -> Intent:
     return Intent(
         phrase,
-        frozenset(_fold(v) for v in verbs.split()),
-        frozenset(_fold(o) for o in objects.split()),
+        frozenset(singular(v) for v in verbs.split()),
+        frozenset(singular(o) for o in objects.split()),
     )
 
 
@@ -197,11 +189,11 @@ SCHEMA_SHOWS = frozenset({Capability.TIMESTAMPS, Capability.EXPIRE})
 
 #: Verbs that destroy; a tool whose *name* leads with one serves no capability.
 DESTRUCTIVE_VERBS = frozenset(
-    _fold(w) for w in ("delete", "remove", "destroy", "drop", "purge", "erase", "wipe", "clear")
+    singular(w) for w in ("delete", "remove", "destroy", "drop", "purge", "erase", "wipe", "clear")
 )
 #: Words in a description that make a delete a retirement (history kept), not a destruction.
 RETIRING_WORDS = frozenset(
-    _fold(w)
+    singular(w)
     for w in ("invalidate", "retire", "soft", "supersede", "history", "timeline", "archive")
 )
 

@@ -34,7 +34,7 @@ from memvault.lint.findings import Finding, LintReport
 from memvault.store import Store
 from memvault.temporal.conflict_judge import ConflictReply
 from memvault.temporal.grounding import Grounding
-from memvault.temporal.timeline import normalize_object
+from memvault.text_tokens import normalized, normalized_words
 
 RULES = ("contradiction",)
 #: Pairs asked about per 100 new facts (L4 asks at most as many again: ≤ 10 calls per 100).
@@ -79,7 +79,7 @@ class ContradictionReply(BaseModel):
 
 
 def _negated(a: str, b: str) -> bool:
-    wa, wb = set(normalize_object(a).split()), set(normalize_object(b).split())
+    wa, wb = set(normalized_words(a)), set(normalized_words(b))
     return wa != wb and (wa - NEGATIONS) == (wb - NEGATIONS) and bool((wa ^ wb) & NEGATIONS)
 
 
@@ -191,7 +191,7 @@ def candidate_pairs(
     facts = (
         facts.with_columns(
             pl.col("id").is_in(fresh).alias("fresh"),
-            pl.col("object").map_elements(normalize_object, return_dtype=pl.Utf8).alias("key"),
+            pl.col("object").map_elements(normalized, return_dtype=pl.Utf8).alias("key"),
         )
         .sort("subject_id", "predicate", "fresh", "created_at", "id", descending=[False, False, True, True, False])
         .with_columns(pl.int_range(pl.len()).over("subject_id", "predicate").alias("rank"))

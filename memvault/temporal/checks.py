@@ -15,7 +15,8 @@ import polars as pl
 from memvault.store import Store
 from memvault.temporal.conflict_model import typed
 from memvault.temporal.grounding import Grounding, grounding_violations
-from memvault.temporal.timeline import follow_merges, normalized_text
+from memvault.temporal.timeline import follow_merges
+from memvault.text_tokens import normalized_expr
 
 __all__ = ["bitemporal_overlaps", "data_loss_violations", "grounding_violations"]
 
@@ -204,7 +205,7 @@ def bitemporal_overlaps(store: Store, grounding: Grounding | None = None) -> pl.
         pl.when(pl.col("object_id_a").is_not_null() & pl.col("object_id_b").is_not_null()).then(
             pl.col("object_id_a") == pl.col("object_id_b")
         ),
-        normalized_text("object_a") == normalized_text("object_b"),
+        normalized_expr("object_a") == normalized_expr("object_b"),
     )
     return (
         found.with_columns(

@@ -23,12 +23,11 @@ from memvault.temporal.conflict_rules import multi_duplicates, place_undated, pr
 from memvault.temporal.grounding import Grounding
 from memvault.temporal.timeline import (
     GROUP,
-    STOPWORDS,
     functional_timeline,
-    normalized_text,
     object_key,
     restatement_merges,
 )
+from memvault.text_tokens import STOPWORDS, normalized_expr
 
 _CANDIDATES_SQL = """
 SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.invalid_at,
@@ -201,7 +200,7 @@ def _similar_pairs(reps: pl.DataFrame, threshold: float) -> pl.DataFrame:
             *GROUP,
             "object_id",
             "objkey",
-            normalized_text("object").str.split(" ").alias("word"),
+            normalized_expr("object").str.split(" ").alias("word"),
             predicate_words.alias("ignore"),
         )
         .explode("word")

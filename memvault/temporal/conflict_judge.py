@@ -18,7 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.judge.tasks import JudgeTask
-from memvault.temporal.timeline import content_tokens, normalize_object
+from memvault.temporal.timeline import content_tokens
+from memvault.text_tokens import normalized, normalized_words, singular
 
 Verdict = Literal["MERGE", "SUPERSEDE", "COEXIST"]
 
@@ -40,28 +41,19 @@ CORPORATE_SUFFIXES = frozenset(
 QUALIFIERS = frozenset({"topic", "field", "area", "general", "overall"})
 
 
-def _singular(token: str) -> str:
-    """A plain English plural folded to its singular (editors → editor, libraries → library)."""
-    if len(token) > 4 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
-    return token
-
-
 def identity_tokens(text: str) -> frozenset[str]:
     """The words that say which value an object is: normalized (case, width, punctuation),
     without articles and a trailing legal form, plurals folded."""
-    words = [t for t in normalize_object(text).split() if t not in ARTICLES]
+    words = [t for t in normalized_words(text) if t not in ARTICLES]
     while len(words) > 1 and words[-1] in CORPORATE_SUFFIXES:
         words.pop()
-    return frozenset(_singular(t) for t in words)
+    return frozenset(singular(t) for t in words)
 
 
 def _restates_text(x: str, y: str) -> bool:
     tx, ty = identity_tokens(x), identity_tokens(y)
     if not tx or not ty:
-        return normalize_object(x) == normalize_object(y)
+        return normalized(x) == normalized(y)
     if tx == ty:
         return True
     small, big = (tx, ty) if len(tx) < len(ty) else (ty, tx)
@@ -181,7 +173,7 @@ def resolve_conflict_heuristic(request: ResolveConflictRequest) -> ConflictReply
     not_restatement = merge_refusal(a, b) is not None
     ignore = frozenset(str(request.predicate.get("name", "")).split("_"))
     same_words = content_tokens(a.object, ignore) == content_tokens(b.object, ignore)
-    ratio = SequenceMatcher(None, normalize_object(a.object), normalize_object(b.object)).ratio()
+    ratio = SequenceMatcher(None, normalized(a.object), normalized(b.object)).ratio()
     if not not_restatement and (same_words or ratio >= NEAR_IDENTICAL_RATIO):
         longer = max((a.object, b.object), key=lambda text: (len(text), text))
         return ConflictReply(

@@ -24,7 +24,8 @@ from typing import Any
 import polars as pl
 
 from memvault.temporal.conflict_model import ActionKind, ConflictAction
-from memvault.temporal.timeline import GROUP, normalized_text
+from memvault.temporal.timeline import GROUP
+from memvault.text_tokens import normalized_expr
 
 # =========================================================================== what the rules find
 
@@ -135,7 +136,7 @@ def preference_links(attitudes: pl.DataFrame, prefs: pl.DataFrame) -> pl.DataFra
     attitudes = attitudes.select(
         pl.col("id").alias("attitude_id"),
         "previous_id",
-        normalized_text("statement").alias("said"),
+        normalized_expr("statement").alias("said"),
         pl.col("evidence").fill_null("[]").str.json_decode(pl.List(pl.Utf8)).alias("session"),
     ).explode("session")
     owned = (
@@ -145,7 +146,7 @@ def preference_links(attitudes: pl.DataFrame, prefs: pl.DataFrame) -> pl.DataFra
             "source_session",
             "valid_at",
             "created_at",
-            normalized_text("object").alias("obj"),
+            normalized_expr("object").alias("obj"),
         )
         .join(attitudes, left_on="source_session", right_on="session")
         .filter(

@@ -24,7 +24,7 @@ from memvault.temporal.conflict_judge import (
 )
 from memvault.temporal.conflict_model import ConflictAction, JudgedPair
 from memvault.temporal.grounding import PredicateDef
-from memvault.temporal.timeline import normalize_object
+from memvault.text_tokens import normalized
 
 
 def _earlier(a: ConflictStatement, b: ConflictStatement) -> bool:
@@ -140,8 +140,8 @@ def merged_wording(
     wording = (reply.merged_object or "").strip()
     if not wording or survivor.object_id is not None:
         return None
-    chosen = normalize_object(wording)
-    if chosen == normalize_object(loser.object) and wording != survivor.object:
+    chosen = normalized(wording)
+    if chosen == normalized(loser.object) and wording != survivor.object:
         return loser.object
     return None
 

@@ -15,28 +15,13 @@ run with another object begins.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from itertools import pairwise
 
 import polars as pl
 
-from memvault.text_tokens import STOPWORDS
+from memvault.text_tokens import STOPWORDS, normalized_expr, normalized_words
 
 GROUP = ["subject_id", "predicate"]
-
-_NON_WORD = re.compile(r"[^\w]+|_+")
-
-
-def normalized_text(column: str = "object") -> pl.Expr:
-    """NFKC, lower case, every run of non-letters/digits one space, trimmed."""
-    return (
-        pl.col(column)
-        .str.normalize("NFKC")
-        .str.to_lowercase()
-        .str.replace_all(r"[^\p{L}\p{N}]+", " ")
-        .str.strip_chars()
-    )
 
 
 def object_key() -> pl.Expr:
@@ -44,20 +29,14 @@ def object_key() -> pl.Expr:
     return (
         pl.when(pl.col("object_id").is_not_null())
         .then(pl.lit("id:") + pl.col("object_id"))
-        .otherwise(pl.lit("tx:") + normalized_text("object"))
+        .otherwise(pl.lit("tx:") + normalized_expr("object"))
         .alias("objkey")
     )
 
 
-def normalize_object(text: str) -> str:
-    """The Python twin of :func:`normalized_text`, for one value."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    return " ".join(_NON_WORD.sub(" ", text).split())
-
-
 def content_tokens(text: str, ignore: frozenset[str] = frozenset()) -> frozenset[str]:
     """The words of an object that identify it (no stop words, no words of the predicate)."""
-    return frozenset(t for t in normalize_object(text).split() if t not in STOPWORDS | ignore)
+    return frozenset(t for t in normalized_words(text) if t not in STOPWORDS | ignore)
 
 
 def pair_id(a: str, b: str) -> str:

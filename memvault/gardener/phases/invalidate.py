@@ -23,7 +23,8 @@ import polars as pl
 from memvault.gardener.adapter import Capability, Fact, FactQuery
 from memvault.gardener.phases.base import PhaseContext, preview
 from memvault.gardener.report import OpLine
-from memvault.temporal.timeline import normalize_object, stale_statements
+from memvault.temporal.timeline import stale_statements
+from memvault.text_tokens import normalized
 
 
 def _label(fact: Fact) -> str:
@@ -58,7 +59,7 @@ def supersessions(facts: list[Fact]) -> tuple[list[tuple[Fact, Fact]], list[tupl
             "id": [f.id for f in timed],
             "subject_id": [f.subject for f in timed],
             "predicate": [f.predicate for f in timed],
-            "objkey": [normalize_object(str(f.object)) for f in timed],
+            "objkey": [normalized(str(f.object)) for f in timed],
             "valid_at": [_naive(f.valid_at or f.created_at or far) for f in timed],
             "created_at": [_naive(f.created_at or far) for f in timed],
         },
@@ -73,10 +74,8 @@ def supersessions(facts: list[Fact]) -> tuple[list[tuple[Fact, Fact]], list[tupl
     )
     for n, old in enumerate(ordered):
         if (old.valid_at or old.created_at) is None:
-            key = normalize_object(str(old.object))
-            other = next(
-                (f for f in ordered[n + 1 :] if normalize_object(str(f.object)) != key), None
-            )
+            key = normalized(str(old.object))
+            other = next((f for f in ordered[n + 1 :] if normalized(str(f.object)) != key), None)
             if other is not None:
                 uncertain.append((old, other))
     return clear, uncertain
