@@ -29,10 +29,16 @@ DOUBT_TEXT = "I think Ada might be moving to Lisbon next spring, not sure"
 LONG_ID = "doubt-" + "0123456789abcdef" * 4
 
 
-def two_waiting_changes(url: str, tmp_path: Path) -> None:
-    """Two conflicts (Paris → Berlin, Oslo → Rome) that wait for a person."""
+#: The two conflicts' organizations and their old and new places.
+MOVES = (("globex", "paris", "berlin"), ("initech", "oslo", "rome"))
+
+
+def two_waiting_changes(
+    url: str, tmp_path: Path, moves: tuple[tuple[str, str, str], ...] = MOVES
+) -> None:
+    """Two conflicts (Paris → Berlin, Oslo → Rome, or other ``moves``) that wait for a person."""
     h = History()
-    for org, a, b in (("globex", "paris", "berlin"), ("initech", "oslo", "rome")):
+    for org, a, b in moves:
         h.entity(org, org.capitalize(), "organization")
         h.entity(a, a.capitalize(), "place")
         h.entity(b, b.capitalize(), "place")

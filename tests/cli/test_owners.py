@@ -86,6 +86,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "_a",
         "a" * 41,
         "a\x00b",
+        "../x",
+        "a;drop",
+        "A B",
     ],
 )
 def test_an_owner_name_with_path_or_sql_characters_is_refused(env: Path, name: str) -> None:
@@ -93,8 +96,28 @@ def test_an_owner_name_with_path_or_sql_characters_is_refused(env: Path, name: s
         check_name(name)
     code, said = memvault_cli("owners", "add", name)
     assert code != 0 and "refused" in said, said
+    assert len(said.strip().splitlines()) == 1, f"not a one-line error: {said!r}"
     assert not (env / "registry" / "owners.json").exists(), "a refused name was registered"
     assert not list(env.rglob("*.duckdb")), "a refused name got a store"
+
+
+@pytest.mark.parametrize("name", ["../x", "a;drop", "A B", "a" * 41, 'a"; drop schema public--'])
+def test_a_refused_name_makes_no_schema_on_the_shared_server(
+    env: Path, name: str, postgres_available: bool
+) -> None:
+    require_service(postgres_available, f"PostgreSQL at {PG_URL}")
+    import psycopg
+
+    def schemas() -> set[str]:
+        with psycopg.connect(PG_URL) as con:
+            rows = con.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'owner_%'")
+            return {r[0] for r in rows}
+
+    before = schemas()
+    code, said = memvault_cli("owners", "add", name, "--store", PG_URL)
+    assert code != 0 and "refused" in said and len(said.strip().splitlines()) == 1, said
+    assert not (env / "registry" / "owners.json").exists(), "a refused name was registered"
+    assert not {s for s in schemas() - before if name.lower()[:5] in s}, "a schema was made"
 
 
 def test_the_default_owner_is_the_one_store_of_a_single_owner_install(env: Path) -> None:
