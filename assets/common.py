@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 
 from memvault.config import store_url
 from memvault.errors import JudgeError
@@ -208,4 +211,50 @@ def expectations_result(
             "rows": result.rows,
             "scope": "rows this run changed" if changed_by else "every row",
         },
+    )
+
+
+def check_each_partition(
+    context: dg.AssetExecutionContext, result: dg.AssetCheckResult
+) -> Iterator[dg.AssetCheckResult]:
+    """``result`` as the check's evaluation of every partition the run covers.
+
+    Dagster plans a partitioned asset's check once per partition of the run, but records an
+    ``AssetCheckResult`` of a run over a range of partitions without a partition: each planned
+    day would stay unevaluated and show as "Skipped" in the check's history. So a range run
+    records one evaluation per partition, each against that partition's new materialization
+    (call this after the asset's ``MaterializeResult``); a run of one partition yields
+    ``result`` as usual."""
+    if context.has_partition_key:
+        yield result
+        return
+    asset_key = dg.AssetKey.from_coercible(result.asset_key or context.asset_key)
+    name = result.check_name
+    assert name is not None, "name the check: a range run records it by name"
+    for key in context.partition_keys:
+        context.log_event(
+            dg.AssetCheckEvaluation(
+                asset_key=asset_key,
+                check_name=name,
+                passed=result.passed,
+                metadata=result.metadata,
+                severity=result.severity,
+                description=result.description,
+                partition=key,
+                target_materialization_data=_materialized(context.instance, asset_key, key),
+            )
+        )
+
+
+def _materialized(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The newest materialization of ``partition`` (the one a check of it evaluates)."""
+    found = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    if not found:
+        return None
+    return AssetCheckEvaluationTargetMaterializationData(
+        run_id=found[0].run_id, storage_id=found[0].storage_id, timestamp=found[0].timestamp
     )

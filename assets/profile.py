@@ -25,6 +25,7 @@ from assets.common import (
     OWNERS,
     STORE_POOL,
     after,
+    check_each_partition,
     expectations_result,
     expectations_spec,
     judge_metadata,
@@ -177,10 +178,15 @@ def daily_snapshot(
     with store.open() as opened, _profile_run(context, opened, "daily_snapshot", days) as run:
         rows = compute_snapshots(opened, days, SETTINGS)
         written = write_snapshots(opened, rows, run)
-        if context.selected_asset_check_keys:
-            yield expectations_result(opened, "profile_daily", "daily_snapshot")
+        checked = (
+            expectations_result(opened, "profile_daily", "daily_snapshot")
+            if context.selected_asset_check_keys
+            else None
+        )
     _each_day(context, days, rows, snapshot_figures, written)
     yield dg.MaterializeResult(asset_key="daily_snapshot", metadata=_batch(days, run, started))
+    if checked is not None:
+        yield from check_each_partition(context, checked)
 
 
 def _interest_asset(window: int) -> dg.AssetsDefinition:

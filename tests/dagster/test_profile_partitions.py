@@ -121,6 +121,14 @@ def _per_day(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dict[st
     }
 
 
+def _check_history(instance: dg.DagsterInstance, run_id: str) -> dict[str | None, str]:
+    """The snapshot check's history for one run as the asset's Checks tab lists it: one row
+    per day, evaluated (a day left planned shows as "Skipped")."""
+    key = dg.AssetCheckKey(dg.AssetKey("daily_snapshot"), "profile_daily_expectations")
+    history = instance.event_log_storage.get_asset_check_execution_history(key, limit=100)
+    return {r.partition: r.status.value for r in history if r.run_id == run_id}
+
+
 def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path: Path) -> None:
     """In this process, as `memvault backfill` runs a batch: one run, one materialization per
     day and asset, each reporting its own day (not the batch's last), flat metadata for the
@@ -148,6 +156,7 @@ def test_a_range_run_materializes_each_day_and_a_rerun_rewrites_nothing(tmp_path
         for event in events:
             metadata = event.event_specific_data.materialization.metadata  # type: ignore[union-attr]
             assert not any(isinstance(v, dg.JsonMetadataValue) for v in metadata.values())
+        assert _check_history(instance, result.run_id) == {day: "SUCCEEDED" for day in days}
         shown = _per_day(result)
         for (asset, day), figures in shown.items():
             assert figures["day"] == day and figures["row"] == "inserted", (asset, day)
