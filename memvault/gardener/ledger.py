@@ -27,12 +27,15 @@ import polars as pl
 
 from memvault.gardener.adapter import Change
 from memvault.normalize import utcnow
+from memvault.review.impact import impact_score, target_inputs
 from memvault.store import Store
 from memvault.store.audit import encode_image
 
 RUN_KIND = "garden"
 APPROVE_RUN_KIND = "garden-approve"
 PROPOSAL_PREFIX = "garden:"
+#: Proposed actions that end or merge away what holds now (the impact score weighs that).
+RETIRING = frozenset({"merge", "invalidate", "archive", "delete"})
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,9 @@ class Ledger:
         """Queue a proposal; returns (id, True) when it is new, (id, False) when it was
         proposed before (pending, approved, rejected or executed: never queued twice)."""
         pid = proposal_id(store_name, action, target_id, related)
+        impact = target_inputs(
+            self.store, target_table, target_id, retires_current=action in RETIRING
+        )
         body = dict(detail or {}) | {
             "store": store_name,
             "action": action,
@@ -236,7 +242,8 @@ class Ledger:
             "proposal": json.dumps(body, default=str, sort_keys=True),
             "reason": reason,
             "confidence": confidence,
-            "impact_score": None,
+            "impact_score": impact_score(impact),
+            "impact_inputs": json.dumps(impact.model_dump(), sort_keys=True),
             "status": "pending",
             "run_id": run_id,
             "created_at": utcnow(),

@@ -45,6 +45,7 @@ from memvault.normalize import canonical_name, utcnow
 from memvault.recall.dates import with_dates
 from memvault.recall.speakers import speaker
 from memvault.records import BlockRecord, EntityRecord, MentionRecord, Record, TripleRecord
+from memvault.review.impact import impact_score, target_inputs
 from memvault.review.queue import ReviewItem, Verdict, enqueue_row
 from memvault.store import Mutation, Store
 from memvault.temporal.grounding import Grounding
@@ -329,6 +330,11 @@ def queue_doubts(store: Store, doubts: Sequence[Doubt], run_id: str) -> Counter[
     """Queue each doubted fact for review (kind :data:`REVIEW_KIND`, once per fact), in the
     run that imported its memories; returns how many were queued, by reason."""
     now = utcnow()
+    # Storing a doubted fact adds to its subject: weighed by the subject's standing.
+    impacts = {
+        d.triple.id: target_inputs(store, "entities", d.triple.subject, retires_current=False)
+        for d in doubts
+    }
     rows = {
         f"extract:{doubt.triple.id}": enqueue_row(
             item_id=f"extract:{doubt.triple.id}",
@@ -338,8 +344,8 @@ def queue_doubts(store: Store, doubts: Sequence[Doubt], run_id: str) -> Counter[
             proposal=doubt.proposal(),
             reason=f"{doubt.reason}: {doubt.detail}",
             confidence=doubt.triple.confidence,
-            impact=None,
-            impact_inputs=None,
+            impact=impact_score(impacts[doubt.triple.id]),
+            impact_inputs=impacts[doubt.triple.id].model_dump(),
             deadline=None,
             run_id=run_id,
             now=now,

@@ -62,3 +62,30 @@ def subject_inputs(store: Store, subject_id: str) -> tuple[float, int]:
         {"s": subject_id},
     )[0][0]
     return min(1.0, centrality), int(dependents)
+
+
+#: What a change to a row of these tables is about: the entity whose standing it weighs.
+_SUBJECT_SQL = {
+    "triples": "SELECT subject_id FROM triples WHERE id = :id",
+    "entities": "SELECT id FROM entities WHERE id = :id",
+    # A memory: the most central entity it mentions (any it mentions before the first dream).
+    "blocks": "SELECT m.entity_id FROM mentions m LEFT JOIN centrality c "
+    "ON c.entity_id = m.entity_id WHERE m.block_id = :id "
+    "ORDER BY c.ppr DESC NULLS LAST, m.entity_id LIMIT 1",
+}
+_TABLE_OF = {"entity": "entities", "item": "blocks", "block": "blocks", "triple": "triples"}
+
+
+def target_inputs(
+    store: Store, target_table: str, target_id: str, *, retires_current: bool, layer: bool = False
+) -> ImpactInputs:
+    """The impact inputs of a change to one row of ``store`` (a fact, a memory, an entity), so
+    a proposal made without a subject in hand (the gardener's) is weighed like the others.
+    A row the store does not hold (an item of an MCP memory server the gardener tends) adds
+    no centrality and no dependents: only what the change does counts."""
+    sql = _SUBJECT_SQL.get(_TABLE_OF.get(target_table, target_table))
+    found = store.fetch(sql, {"id": target_id}) if sql else []
+    centrality, dependents = subject_inputs(store, found[0][0]) if found else (0.0, 0)
+    return ImpactInputs(
+        centrality=centrality, dependents=dependents, layer=layer, retires_current=retires_current
+    )

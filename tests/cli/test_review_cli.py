@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,16 @@ def test_list_never_cuts_an_id_on_a_narrow_terminal(
     assert len(ids) == 5 and made.memory == f"memory:{LONG_ID}" and len(made.memory) > 60
     missing = [i for i in ids if i not in shown.splitlines()]
     assert not missing, f"ids cut or wrapped: {missing}\n{shown}"
+
+
+def test_list_shows_every_items_impact(kinds: tuple[str, Kinds]) -> None:
+    """Each kind (conflicts, a low-confidence memory, an archive, the gardener's merge) with
+    the impact score it was queued with, never "impact —"."""
+    url, _ = kinds
+    shown = _cli("review", "list", "--store", url)
+    impacts = re.findall(r"· impact (\S+)", shown)
+    assert len(impacts) == 5 and "—" not in impacts, shown
+    assert all(0.0 <= float(i) <= 1.0 for i in impacts), impacts
 
 
 def test_show_prints_the_memories_of_each_kind(kinds: tuple[str, Kinds]) -> None:
