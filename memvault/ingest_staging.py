@@ -16,15 +16,18 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from memvault.errors import StoreError
 from memvault.interchange import MAPPINGS
 from memvault.normalize import utcnow
-from memvault.store import Store
 from memvault.store.backends import ident
 from memvault.store.liveness import HOST, abandoned_because, carrier_pid
+
+if TYPE_CHECKING:
+    from memvault.store import Store
 
 #: The input line of each staged row (for the problems found later); not a store column.
 LINE = "_line"

@@ -22,10 +22,10 @@ import dagster as dg
 
 from assets.dream.jobs import dream_job
 from assets.dream.sensor import ACTIVE_STATUSES, INTERVAL, gate_inputs
+from assets.recovery import close_dead_runs
 from memvault import clock
 from memvault.dream import evaluate_gate
 from memvault.owners import PARTITIONS_NAME
-from pipelines.recovery import close_dead_runs
 from resources import CollectorSourcesResource, DreamResource, StoreResource
 
 # The owner × day dependency maps each dimension on its own (a beta class of Dagster's).

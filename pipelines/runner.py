@@ -33,10 +33,10 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.utils import make_new_run_id
 
 import pipelines.definitions
+from assets.recovery import prepare_instance, process_tags
 from memvault.config import masked_url
 from memvault.paths import data_file
 from memvault.profile.settings import ProfileSettings, day_range
-from pipelines.recovery import prepare_instance, process_tags
 from resources import StoreResource
 
 #: The code location's name in the UI: ``memvault ui`` (``dg dev -m``) and ``workspace.yaml``

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import dagster as dg
 
 from assets.dream.jobs import dream_job
+from assets.recovery import close_dead_runs
 from memvault import clock
 from memvault.dream import evaluate_gate
-from pipelines.recovery import close_dead_runs
 from resources import DreamResource
 
 COLLECTED = dg.AssetKey("collected_sessions")

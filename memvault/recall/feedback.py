@@ -20,9 +20,9 @@ from typing import Any
 import polars as pl
 
 from memvault.errors import MemvaultError
+from memvault.ids import new_run_id
 from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.store.store import new_run_id
 
 #: Verdict word → (recall_log.verdict, feedback value).
 VERDICTS: dict[str, tuple[str, int]] = {

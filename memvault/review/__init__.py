@@ -8,18 +8,16 @@ a human's "correct" or "wrong" is applied through the audited write path and
 teaches the rules (:mod:`memvault.review.calibration`).
 """
 
+from memvault.review.appliers import Decision, decide, register_applier
 from memvault.review.calibration import Calibration, calibrate
 from memvault.review.impact import ImpactInputs, impact_score
 from memvault.review.policy import ReviewPolicy, Route, route
 from memvault.review.queue import (
-    Decision,
     ReviewItem,
-    decide,
     enqueue_row,
     expire_overdue,
     get_item,
     list_items,
-    register_applier,
 )
 
 __all__ = [

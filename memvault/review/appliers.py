@@ -1,4 +1,8 @@
-"""What a human's decision does, per kind of review item (registered with the queue).
+"""What a human's decision does, per kind of review item, and the decision itself (:func:`decide`).
+
+Each kind of item is applied by the *applier* registered for its prefix
+(:func:`register_applier`); the queue (:mod:`memvault.review.queue`) stores the items and
+knows nothing of what a change means, so it imports no applier.
 
 * ``conflict`` — "correct": the proposed MERGE or SUPERSEDE is applied through the
   same audited apply path the dream uses (checked again against the store as it is
@@ -23,12 +27,23 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import polars as pl
 
 from memvault.normalize import utcnow
-from memvault.review.queue import ReviewItem, Verdict, register_applier
+from memvault.review.queue import OPEN, ReviewError, ReviewItem, Verdict, get_item
 from memvault.store import Mutation, Store
+
+#: Applies a decided item: (store, mutation, item, verdict) → a line saying what changed.
+Applier = Callable[[Store, Mutation, ReviewItem, Verdict], str]
+_APPLIERS: dict[str, Applier] = {}
+
+
+def register_applier(prefix: str, applier: Applier) -> None:
+    """``applier`` decides the items whose kind is ``prefix`` or starts with ``prefix:``."""
+    _APPLIERS[prefix] = applier
 
 
 def _verdict_row(m: Mutation, item: ReviewItem, verdict: str, status: str) -> None:
@@ -138,3 +153,51 @@ def register_all() -> None:
     register_applier("grounding", apply_grounding)
     register_applier("lint:archive-entity", apply_archive_entity)
     register_applier("memory", apply_memory)
+
+
+@dataclass
+class Decision:
+    item_id: str
+    verdict: Verdict
+    run_id: str
+    applied: str
+
+
+def decide(
+    store: Store,
+    item_id: str,
+    verdict: Verdict,
+    *,
+    by: str = "human",
+    note: str | None = None,
+) -> Decision:
+    """Apply a human's decision on one item, audited in a run of its own."""
+    register_all()
+    item = get_item(store, item_id)
+    if item.status not in OPEN:
+        raise ReviewError(f"review item {item_id} was already decided ({item.status})")
+    applier = _APPLIERS.get(item.kind) or _APPLIERS.get(item.prefix)
+    if applier is None:
+        raise ReviewError(f"no way to apply review items of kind {item.kind!r}")
+    run_id = store.begin_run("review", {"item": item_id, "verdict": verdict, "by": by})
+    try:
+        with store.mutation(run_id, "review") as m:
+            applied = applier(store, m, item, verdict)
+            m.update(
+                "review_queue",
+                item_id,
+                {
+                    "status": "approved" if verdict == "correct" else "rejected",
+                    "decision": verdict,
+                    "decided_by": by,
+                    "decided_at": utcnow(),
+                    "note": note or applied,
+                },
+                action=f"review-{verdict}",
+                reason=note or applied,
+            )
+    except Exception as exc:
+        store.finish_run(run_id, "failed", error=str(exc))
+        raise
+    store.finish_run(run_id, "succeeded", {"item": item_id, "verdict": verdict})
+    return Decision(item_id, verdict, run_id, applied)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
-
-if TYPE_CHECKING:
-    from memvault.review.policy import ReviewPolicy
 
 #: Lower edges of the confidence bands (a confidence falls in the last band whose edge it reaches).
 BANDS: tuple[float, ...] = (0.0, 0.8, 0.85, 0.9, 0.95)

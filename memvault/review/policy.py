@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Protocol
 
-from memvault.review.calibration import Calibration
+from pydantic import BaseModel, ConfigDict, Field
 
 #: Kinds whose changes always wait for a human (they change how the owner wants things done).
 LAYER_KINDS: tuple[str, ...] = ("attitude", "skill")
@@ -57,6 +57,13 @@ class ReviewPolicy(BaseModel):
         return self.impact_thresholds.get(prefix, self.default_threshold)
 
 
+class Thresholds(Protocol):
+    """What the rules need of a calibration (:class:`memvault.review.calibration.Calibration`):
+    the impact threshold human decisions have led to for a kind and a confidence."""
+
+    def threshold(self, policy: ReviewPolicy, kind: str, confidence: float | None) -> float: ...
+
+
 class Route(BaseModel):
     """Where a proposed change goes, and the words that say why."""
 
@@ -67,7 +74,7 @@ class Route(BaseModel):
 
 def route(
     policy: ReviewPolicy,
-    calibration: Calibration,
+    calibration: Thresholds,
     kind: str,
     confidence: float | None,
     impact: float,

@@ -5,16 +5,16 @@ as it is). It runs as a run of kind ``review``: the change goes through the
 audited write path (``memvault undo`` reverts it), the item records who decided
 and when, and the decision feeds the calibration of the review rules.
 
-Each kind of item is applied by the *applier* registered for its prefix
-(``conflict``, ``garden``, ``lint``, ...): the queue does not know what a
-change means, only who can make it.
+A decision is made by :func:`memvault.review.appliers.decide`, which applies each kind of
+item by the *applier* registered for its prefix (``conflict``, ``garden``, ``lint``, ...):
+the queue does not know what a change means, nor who can make it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,17 +23,9 @@ from pydantic import BaseModel
 
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
-from memvault.store import Mutation, Store
+from memvault.store import Store
 
 Verdict = Literal["correct", "wrong"]
-#: Applies a decided item: (store, mutation, item, verdict) → a line saying what changed.
-Applier = Callable[[Store, Mutation, "ReviewItem", Verdict], str]
-_APPLIERS: dict[str, Applier] = {}
-
-
-def register_applier(prefix: str, applier: Applier) -> None:
-    """``applier`` decides the items whose kind is ``prefix`` or starts with ``prefix:``."""
-    _APPLIERS[prefix] = applier
 
 
 class ReviewError(MemvaultError):
@@ -99,14 +91,6 @@ def get_item(store: Store, item_id: str) -> ReviewItem:
     return ReviewItem.from_row(row)
 
 
-@dataclass
-class Decision:
-    item_id: str
-    verdict: Verdict
-    run_id: str
-    applied: str
-
-
 def enqueue_row(
     *,
     item_id: str,
@@ -138,48 +122,6 @@ def enqueue_row(
         "run_id": run_id,
         "created_at": now,
     }
-
-
-def decide(
-    store: Store,
-    item_id: str,
-    verdict: Verdict,
-    *,
-    by: str = "human",
-    note: str | None = None,
-) -> Decision:
-    """Apply a human's decision on one item, audited in a run of its own."""
-    from memvault.review.appliers import register_all
-
-    register_all()
-    item = get_item(store, item_id)
-    if item.status not in OPEN:
-        raise ReviewError(f"review item {item_id} was already decided ({item.status})")
-    applier = _APPLIERS.get(item.kind) or _APPLIERS.get(item.prefix)
-    if applier is None:
-        raise ReviewError(f"no way to apply review items of kind {item.kind!r}")
-    run_id = store.begin_run("review", {"item": item_id, "verdict": verdict, "by": by})
-    try:
-        with store.mutation(run_id, "review") as m:
-            applied = applier(store, m, item, verdict)
-            m.update(
-                "review_queue",
-                item_id,
-                {
-                    "status": "approved" if verdict == "correct" else "rejected",
-                    "decision": verdict,
-                    "decided_by": by,
-                    "decided_at": utcnow(),
-                    "note": note or applied,
-                },
-                action=f"review-{verdict}",
-                reason=note or applied,
-            )
-    except Exception as exc:
-        store.finish_run(run_id, "failed", error=str(exc))
-        raise
-    store.finish_run(run_id, "succeeded", {"item": item_id, "verdict": verdict})
-    return Decision(item_id, verdict, run_id, applied)
 
 
 def expire_overdue(store: Store, run_id: str, now: dt.datetime | None = None) -> list[str]:

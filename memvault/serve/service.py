@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memvault.errors import IngestError, MemvaultError
+from memvault.ids import new_run_id
 from memvault.normalize import iso, utcnow
 from memvault.recall import recaller_for
 from memvault.recall.feedback import ACCEPTED, BOOSTS, VERDICTS
@@ -41,7 +42,6 @@ from memvault.serve.arguments import MAX_LIMIT
 from memvault.serve.queue import WriteQueue
 from memvault.serve.writer import ServeWriter
 from memvault.store import Store
-from memvault.store.store import new_run_id
 
 #: The tool's argument names for the record fields a refusal may name.
 _FIELD_NAMES = (("created_at", "occurred_at"), ("role", "speaker"))

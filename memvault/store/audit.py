@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from memvault.errors import StoreError, UndoError
+from memvault.ids import new_run_id
 from memvault.normalize import utcnow
 from memvault.store.backends import ident
 from memvault.store.tables import AUDITED_TABLES
@@ -321,8 +322,6 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
             raise UndoError(
                 f"rows changed by {run_id} were changed again later by {names}; undo those first (or use --force)"
             )
-    from memvault.store.store import new_run_id
-
     report = UndoReport(run_id=run_id, undo_run_id=new_run_id("undo"))
     store.begin_run("undo", {"undoes": run_id}, run_id=report.undo_run_id)
     sources: list[dict[str, Any]] = []

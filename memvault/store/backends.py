@@ -472,28 +472,3 @@ def store_exists(url: str) -> bool:
             con.close()
         return bool(row and row[0])
     return True  # an unknown scheme: opening it says what is wrong
-
-
-def connect(url: str, *, read_only: bool = False, detachable: bool = False) -> Backend:
-    """Open the backend a store URL names. ``detachable``: a DuckDB file is held so that it
-    can be let go of and taken back (:mod:`memvault.store.attached`, what ``memvault serve``
-    uses); other stores open as usual."""
-    scheme = url.split(":", 1)[0].lower()
-    if scheme == "duckdb":
-        # duckdb:///abs/path.duckdb, duckdb://relative/path.duckdb, duckdb:relative.duckdb, duckdb:///:memory:
-        path = url[len("duckdb://") :] if url.startswith("duckdb://") else url[len("duckdb:") :]
-        if path in ("", "/:memory:", ":memory:"):
-            path = ":memory:"
-        elif path.startswith("//"):  # duckdb:////abs (SQLAlchemy's spelling) is /abs, not //abs
-            path = "/" + path.lstrip("/")
-        if detachable and not read_only and path != ":memory:":
-            from memvault.store.attached import AttachedBackend
-
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            return AttachedBackend(url, path)
-        return DuckDBBackend(url, path, read_only=read_only)
-    if scheme in ("postgresql", "postgres"):
-        return PostgresBackend(url)
-    raise StoreError(
-        f"unsupported store URL {url!r}: use duckdb:///path/to/file.duckdb or postgresql://user@host:port/db"
-    )

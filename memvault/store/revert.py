@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from memvault.ids import new_run_id
 from memvault.normalize import utcnow
 from memvault.store.audit import _FIRST_IMAGES_SQL, decode_images, images
 from memvault.store.backends import ident
@@ -113,8 +114,6 @@ def revert_run(store: Store, run_id: str, why: str) -> RevertReport:
     Rows a later run changed again are put back too: the failed run's writes must not stand,
     and the runs that may overlap with a dream (a recall's log) do not touch what it writes.
     """
-    from memvault.store.store import new_run_id
-
     started = time.perf_counter()
     report = RevertReport(run_id=run_id, revert_run_id=new_run_id("revert"))
     with store.transaction():

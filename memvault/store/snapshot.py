@@ -12,7 +12,8 @@ import datetime as dt
 from pathlib import Path
 
 from memvault.errors import StoreError
-from memvault.store.backends import Backend, PostgresBackend, connect, ident, sql_literal
+from memvault.store.backends import Backend, PostgresBackend, ident, sql_literal
+from memvault.store.connection import connect
 from memvault.store.store import Store
 
 

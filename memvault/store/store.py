@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -17,9 +16,11 @@ from typing import Any
 import polars as pl
 
 from memvault.errors import StoreError
+from memvault.ids import new_run_id
 from memvault.normalize import utcnow
 from memvault.paths import data_dir, sql_text
-from memvault.store.backends import Backend, connect, ident
+from memvault.store.backends import Backend, ident
+from memvault.store.connection import connect
 from memvault.store.liveness import HOST, abandoned_because, carrier_pid
 from memvault.store.tables import COUNTED_TABLES, JSON_COLUMNS
 
@@ -37,11 +38,6 @@ _POLARS_TYPES: dict[str, pl.DataType] = {
     "blob": pl.Binary(),
     "bytea": pl.Binary(),
 }
-
-
-def new_run_id(kind: str) -> str:
-    """A sortable, unique run id such as ``ingest-20261130T120301-3f9a2c``."""
-    return f"{kind}-{utcnow():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
 class Store:

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.storage.dagster_run import DagsterRun
 
-from pipelines.recovery import close_dead_runs, process_tags
+from assets.recovery import close_dead_runs, process_tags
 
 
 def _dead_pid() -> int:
