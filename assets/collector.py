@@ -144,9 +144,12 @@ collector_schedule = dg.ScheduleDefinition(
     name="collector_daily",
     job=collect_job,
     cron_schedule="15 2 * * *",
+    # On from the start: the night's other tracks follow the collector, so a schedule left off
+    # would leave the whole night off.
+    default_status=dg.DefaultScheduleStatus.RUNNING,
     description="The collector runs daily at 02:15, the one clock of the night: the gardener, "
     "the profile and the layers follow it by automation, the lint follows the gardener and "
-    "tiering follows the dream.",
+    "tiering follows the dream. On by default (stop it here to pause the night).",
 )
 
 defs = dg.Definitions(

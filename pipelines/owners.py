@@ -24,6 +24,7 @@ from assets.dream.jobs import dream_job
 from assets.dream.sensor import ACTIVE_STATUSES, INTERVAL, gate_inputs
 from assets.recovery import close_dead_runs
 from memvault import clock
+from memvault.config import dream_gate
 from memvault.dream import evaluate_gate
 from memvault.owners import PARTITIONS_NAME
 from resources import CollectorSourcesResource, DreamResource, StoreResource
@@ -127,15 +128,22 @@ def owner_definitions(single: dg.Definitions) -> dg.Definitions:
     )
 
 
+def owners_gate_description(hours: float, sessions: int) -> str:
+    """The owners' gate sensor's description with the gate it was loaded with."""
+    return (
+        f"Starts each owner's dream when both of that owner's gates open: more than {hours:g} h "
+        f"(gate_hours) since their last successful dream AND at least {sessions} new "
+        f"session{'s' if sessions != 1 else ''} (gate_sessions) collected since; a run per "
+        "owner whose gates opened, and the reason each other owner waits."
+    )
+
+
 @dg.sensor(
     name="dream_gate_sensor",
     job=dream_job,
     minimum_interval_seconds=INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Starts each owner's dream when both of that owner's gates open: more than "
-    "gate_hours (24) since their last successful dream AND at least gate_sessions (5) new "
-    "sessions collected since; a run per owner whose gates opened, and the reason each other "
-    "owner waits.",
+    description=owners_gate_description(*dream_gate()),
 )
 def owners_dream_gate_sensor(
     context: dg.SensorEvaluationContext, dream: DreamResource

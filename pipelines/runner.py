@@ -57,7 +57,26 @@ def dagster_home() -> Path:
 def persistent_instance() -> dg.DagsterInstance:
     """The instance the UI reads, so runs started from the CLI show up there."""
     os.environ["DAGSTER_HOME"] = str(dagster_home())
-    return dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.get()
+    automation_on(instance)
+    return instance
+
+
+def automation_on(instance: dg.DagsterInstance) -> None:
+    """Make the instance's automation flag say what runs: not paused.
+
+    The tracks are chained by the code location's automation sensor, on by default. The UI
+    tags a job or group of automated assets "Auto-materialize on/off" from an instance flag
+    of its own (kept for Dagster's older automation daemon), which a new instance reads as
+    paused: it said "off" while the sensor ran the night. Set once on a new instance; a
+    choice made later in the UI is kept."""
+    from dagster._daemon.asset_daemon import (
+        _PRE_SENSOR_ASSET_DAEMON_PAUSED_KEY as PAUSED,
+    )
+    from dagster._daemon.asset_daemon import set_auto_materialize_paused
+
+    if PAUSED not in instance.daemon_cursor_storage.get_cursor_values({PAUSED}):
+        set_auto_materialize_paused(instance, False)
 
 
 def resource_config(resource: dg.ConfigurableResource) -> dict[str, Any]:

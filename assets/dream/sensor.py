@@ -1,4 +1,4 @@
-"""``dream_gate_sensor``: a dream starts only when more than 24 h passed AND 5 sessions arrived.
+"""``dream_gate_sensor``: a dream starts only when enough hours passed AND enough sessions arrived.
 
 The two thresholds are the ``dream`` resource's ``gate_hours`` and
 ``gate_sessions`` (``MEMVAULT_DREAM_GATE_HOURS`` / ``_SESSIONS``), the same
@@ -23,6 +23,7 @@ import dagster as dg
 from assets.dream.jobs import dream_job
 from assets.recovery import close_dead_runs
 from memvault import clock
+from memvault.config import dream_gate
 from memvault.dream import evaluate_gate
 from resources import DreamResource
 
@@ -102,6 +103,16 @@ def gate_inputs(instance: dg.DagsterInstance, partition: str | None = None) -> G
     )
 
 
+def gate_description(hours: float, sessions: int) -> str:
+    """What the sensor does, with the gate it was loaded with (the UI shows it on the sensor's
+    page, so it must name the settings in force, not the defaults)."""
+    return (
+        f"Starts the dream when both gates open: more than {hours:g} h (gate_hours) since the "
+        f"last successful dream AND at least {sessions} new session{'s' if sessions != 1 else ''}"
+        " (gate_sessions) collected since; the skip reason names the gate that held."
+    )
+
+
 #: Seconds between two evaluations of the gate (``MEMVAULT_DREAM_SENSOR_INTERVAL``, default 600).
 INTERVAL = int(os.environ.get("MEMVAULT_DREAM_SENSOR_INTERVAL") or 600)
 
@@ -110,9 +121,7 @@ INTERVAL = int(os.environ.get("MEMVAULT_DREAM_SENSOR_INTERVAL") or 600)
     job=dream_job,
     minimum_interval_seconds=INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Starts the dream when both gates open: more than gate_hours (24) since the last "
-    "successful dream AND at least gate_sessions (5) new sessions collected since; the skip "
-    "reason names the gate that held.",
+    description=gate_description(*dream_gate()),
 )
 def dream_gate_sensor(
     context: dg.SensorEvaluationContext, dream: DreamResource

@@ -426,13 +426,17 @@ def ui(
 ) -> None:
     """Serve Dagster's UI and daemon on memvault's code location (`dg dev`), DAGSTER_HOME=.dagster;
     Ctrl-C stops it with every process it started."""
+    import dagster as dg
+
     from memvault.supervise import run_supervised
-    from pipelines.runner import dagster_home
+    from pipelines.runner import automation_on, dagster_home
 
     exe = str(Path(sys.executable).with_name("dg"))
     if not Path(exe).exists():
         exe = shutil.which("dg") or exe
     env = os.environ | {"DAGSTER_HOME": str(dagster_home()), "MEMVAULT_STORE": chosen_store(store)}
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        automation_on(instance)  # before the UI reads it: "Auto-materialize on"
     err.print(
         escape(
             f"Dagster UI on http://{host}:{port}  (store {env['MEMVAULT_STORE']}, "
