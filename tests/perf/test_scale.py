@@ -11,18 +11,19 @@ and the process's peak RSS (``VmHWM``; see :func:`_peak_rss_mb`).
 
  1. ingest: the history's JSONL into a fresh store (``ingest_file``);
  2. embed: every block and entity (``embed_missing``, the hashing embedder), texts/s;
- 3. MiniLM: the offline MiniLM embedder on a fixed sample of 500 block texts, against a
+ 3. MiniLM: the offline MiniLM embedder on a fixed sample of 2,000 block texts, against a
     bare onnxruntime loop over the same model files in the same process, with its batches in
     the sample's order and sorted by length as the embedder sorts them (texts/s each);
- 4. full dream (the dream assets through ``dg.materialize``, as the dream tests run them);
- 5. incremental dream: the held-out 1% of sessions ingested, then the dream again;
- 6. garden: the gardener's ceremony on the memvault store (first run: with its snapshot);
- 7. lint: the whole knowledge lint (offline judge);
- 8. tiering: the first tiering pass (offline judge: no LLM);
- 9. profile: the profile job's partition for the history's last day (the nightly run);
-10. recall: p50/p95 of the whole MCP recall call (search, facts, the audited recall-log
+ 4. the first night, each stage on the whole store: the dream (its assets through
+    ``dg.materialize``, as the dream tests run them), the gardener's ceremony (with its
+    snapshot), the knowledge lint (offline judge), the preference and skill layers' decay,
+    the first tiering pass (no LLM), the profile job's partition for the history's last day;
+ 5. the night after +1% sessions: the collector ingests the held-out sessions from its
+    inbox and they are embedded, then each stage of 4. runs again; its CPU over the first
+    run's is the ``+1%/first`` column (it should fall as the store grows);
+ 6. recall: p50/p95 of the whole MCP recall call (search, facts, the audited recall-log
     write) through a long-lived ``memvault serve``; its CPU and RSS are the server's;
-11. undo: undo of the run with the most audit rows (the ingest's: with ``--force``, since
+ 7. undo: undo of the run with the most audit rows (the ingest's: with ``--force``, since
     later runs changed the same rows), rows undone.
 
 Baseline: the previous size. The growth exponent log(cost₂/cost₁) / log(n₂/n₁), n = blocks,
@@ -37,8 +38,10 @@ Run (it is not part of the default run)::
 ``MEMVAULT_SCALE_SIZES`` is a comma list of session counts: default ``9700,29000``
 (≈ 100k and ≈ 300k blocks); 97000 (≈ 1M blocks) only when asked for. With
 ``MEMVAULT_SCALE_PROFILE=1`` each stage's work runs under cProfile (slower) and its top
-functions are printed (its JSON is then ``scale-<sizes>-profiled.json``). The table is printed at the end and written as JSON to
-``scale.json`` in the test's tmp dir and to ``/tmp/memvault-perf/scale-<sizes>.json``.
+functions are printed (its JSON is then ``scale-<sizes>-profiled.json``). The table is
+printed at the end; the JSON (``scale.json`` in the test's tmp dir and
+``/tmp/memvault-perf/scale-<sizes>.json``) is rewritten as each stage ends, with the
+commit measured and each stage's load average.
 A failed stage is recorded in the table (its log printed) and fails the test at the end.
 """
 
@@ -67,7 +70,7 @@ REPO = Path(__file__).resolve().parents[2]
 SEED = 11
 HOLDOUT_SHARE = 0.01
 DEFAULT_SIZES = "9700,29000"
-MINILM_SAMPLE = 500
+MINILM_SAMPLE = 2000
 RECALL_ROUNDS = 10  # rounds of the serve benchmark's 8 questions
 
 
@@ -307,19 +310,27 @@ def _dream(job: Job, clock: Clock) -> dict[str, Any]:
     return _dream_once(job.url, clock)
 
 
-def _dream_incremental(job: Job, clock: Clock) -> dict[str, Any]:
+def _collect(job: Job, clock: Clock) -> dict[str, Any]:
+    """The night's first stage after +1% sessions: the collector finds the held-out sessions
+    in its inbox and ingests them, then their blocks and entities are embedded."""
     import memvault
-    from memvault.ingest import ingest_file
+    from memvault.collector import collect
+    from memvault.embed import HashingEmbedder
+    from memvault.vectors import embed_missing
 
+    inbox = Path(job.work, "inbox")
+    inbox.mkdir(exist_ok=True)
+    shutil.copy(job.holdout, inbox / "holdout.jsonl")
     with memvault.open(job.url) as store, clock:
-        started = time.perf_counter()
-        ingest_file(store, job.holdout)
+        report = collect(store, inbox=inbox, claude_projects=None)
+        embedded = embed_missing(store, HashingEmbedder())
         _checkpoint(store)
-        ingest_s = time.perf_counter() - started
-    figures = _dream_once(job.url, clock)
-    figures["holdout_ingest_s"] = ingest_s
-    figures["summary"] = f"holdout ingest {ingest_s:.1f}s; {figures['summary']}"
-    return figures
+    texts = sum(embedded.embedded.values())
+    return {
+        "files_ingested": report.files_seen - report.files_unchanged,
+        "embedded": texts,
+        "summary": f"{report.files_seen} inbox file, {texts:,} texts embedded",
+    }
 
 
 def _garden(job: Job, clock: Clock) -> dict[str, Any]:
@@ -357,6 +368,24 @@ def _lint(job: Job, clock: Clock) -> dict[str, Any]:
         _checkpoint(store)
     findings = {layer: len(report.findings) for layer, report in run.reports.items()}
     return {"findings": findings, "applied": dict(run.applied), "summary": f"findings {findings}"}
+
+
+def _layers(job: Job, clock: Clock) -> dict[str, Any]:
+    """The preference and skill layers' nightly decay, as of the day after the history."""
+    import memvault
+    from memvault.attitudes import decay_attitudes
+    from memvault.skills import decay_skills
+
+    with memvault.open(job.url) as store:
+        now = store.fetch("SELECT max(created_at) FROM blocks")[0][0] + dt.timedelta(days=1)
+        with clock:
+            run_id = store.begin_run("layers", {"benchmark": "scale"})
+            with store.failing_run(run_id):
+                attitudes = decay_attitudes(store, now, run_id)
+                skills = decay_skills(store, now, run_id)
+            store.finish_run(run_id, "succeeded", {})
+            _checkpoint(store)
+    return {"summary": f"attitudes {attitudes.as_dict()}; skills {skills.as_dict()}"}
 
 
 def _tiering(job: Job, clock: Clock) -> dict[str, Any]:
@@ -471,6 +500,7 @@ class Stage:
     label: str
     run: Callable[[Job, Clock], dict[str, Any]]
     growth_on: str = "cpu_s"
+    incremental_of: str | None = None  # the first-run stage whose cost this one is compared to
 
 
 STAGES: dict[str, Stage] = {
@@ -478,11 +508,19 @@ STAGES: dict[str, Stage] = {
     "embed": Stage("embed blocks+entities (hashing embedder)", _embed),
     "minilm": Stage(f"MiniLM, {MINILM_SAMPLE} texts vs bare onnxruntime", _minilm),
     "dream": Stage("full dream", _dream),
-    "dream_incremental": Stage("incremental dream (+1% sessions)", _dream_incremental),
     "garden": Stage("garden (first run, with snapshot)", _garden),
     "lint": Stage("lint (offline judge)", _lint),
+    "layers": Stage("layers (preference and skill decay)", _layers),
     "tiering": Stage("tiering first pass (no LLM)", _tiering),
     "profile": Stage("profile, one nightly partition", _profile),
+    # The night after +1% sessions: each stage again, its ratio to the first run its own.
+    "collect": Stage("+1%: collect (inbox ingest + embed)", _collect),
+    "dream_incremental": Stage("+1%: dream", _dream, incremental_of="dream"),
+    "garden_incremental": Stage("+1%: garden", _garden, incremental_of="garden"),
+    "lint_incremental": Stage("+1%: lint", _lint, incremental_of="lint"),
+    "layers_incremental": Stage("+1%: layers", _layers, incremental_of="layers"),
+    "tiering_incremental": Stage("+1%: tiering", _tiering, incremental_of="tiering"),
+    "profile_incremental": Stage("+1%: profile partition", _profile, incremental_of="profile"),
     "recall": Stage("recall via serve (CPU/RSS: server)", _recall, growth_on="p50_ms"),
     "undo": Stage("undo of the largest run", _undo),
 }
@@ -557,8 +595,12 @@ def _run_stage(key: str, job_file: Path, work: Path) -> dict[str, Any]:
     return figures | {"process_s": time.perf_counter() - started}
 
 
-def _measure_size(sessions: int, work: Path) -> list[dict[str, Any]]:
-    """Every stage, in order, on one store of ``sessions`` sessions."""
+def _measure_size(
+    sessions: int, work: Path, on_row: Callable[[dict[str, Any]], None]
+) -> list[dict[str, Any]]:
+    """Every stage, in order, on one store of ``sessions`` sessions; ``on_row`` is told of
+    each stage's row as it ends (the JSON is rewritten then: a run of hours keeps what it has
+    measured when it is stopped)."""
     work.mkdir(parents=True, exist_ok=True)
     holdout = max(1, round(sessions * HOLDOUT_SHARE))
     history, held = _history(sessions, holdout, work)
@@ -575,11 +617,11 @@ def _measure_size(sessions: int, work: Path) -> list[dict[str, Any]]:
         else:
             figures = _run_stage(key, job_file, work)
         row = {"stage": key, "label": stage.label, "sessions": sessions} | figures
+        row["load_average"] = os.getloadavg()
+        row["blocks"] = rows[0].get("blocks") if rows else figures.get("blocks")
         rows.append(row)
+        on_row(row)
         print(_progress_line(row), flush=True)
-    blocks = rows[0].get("blocks")
-    for row in rows:
-        row["blocks"] = blocks
     shutil.rmtree(store_dir)  # the store and the garden's snapshot (GBs at 1M blocks)
     return rows
 
@@ -598,6 +640,22 @@ def _add_growth(rows: list[dict[str, Any]]) -> None:
         cost1, cost2, n1, n2 = before.get(on), row.get(on), before["blocks"], row["blocks"]
         if cost1 and cost2 and n1 and n2 and n1 != n2 and cost1 > 0 and cost2 > 0:
             row["growth"] = math.log(cost2 / cost1) / math.log(n2 / n1)
+
+
+def _add_ratios(rows: list[dict[str, Any]]) -> None:
+    """Each +1% stage's CPU over its first run's at the same size (1.0: the night after a
+    small change costs what the first night cost; it should fall as the store grows)."""
+    first = {(r["stage"], r["sessions"]): r for r in rows}
+    for row in rows:
+        of = STAGES[row["stage"]].incremental_of
+        full = first.get((of, row["sessions"])) if of else None
+        if full and row.get("cpu_s") and full.get("cpu_s"):
+            row["incremental_ratio"] = row["cpu_s"] / full["cpu_s"]
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 def _cell(row: dict[str, Any], key: str, digits: int = 1) -> str:
@@ -619,7 +677,9 @@ def _progress_line(row: dict[str, Any]) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    header = ("stage", "sessions", "blocks", "CPU s", "wall s", "RSS MB", "growth", "figures")
+    header = (
+        "stage", "sessions", "blocks", "CPU s", "wall s", "RSS MB", "growth", "+1%/first", "figures"
+    )  # fmt: skip
     lines = [
         (
             row["label"],
@@ -629,6 +689,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             _cell(row, "wall_s"),
             _cell(row, "rss_mb", 0),
             _growth_cell(row),
+            _cell(row, "incremental_ratio", 2),
             f"ERROR: {row['error']}" if "error" in row else row.get("summary", ""),
         )
         for row in sorted(rows, key=lambda r: (list(STAGES).index(r["stage"]), r["sessions"]))
@@ -648,7 +709,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
 def _write(rows: list[dict[str, Any]], sizes: list[int], tmp_path: Path) -> list[Path]:
     from tests.perf.dream_data import CACHE_ROOT
 
+    rows = [dict(r) for r in rows]
+    _add_growth(rows)
+    _add_ratios(rows)
     payload = {
+        "commit": _commit(),
+        "load_average": os.getloadavg(),
         "sizes": sizes,
         "seed": SEED,
         "created_at": dt.datetime.now(dt.UTC).isoformat(),
@@ -669,9 +735,15 @@ def test_every_nightly_stage_at_each_size(tmp_path: Path) -> None:
     sizes = _sizes()
     print(f"\nscale benchmark: sizes {sizes} sessions, seed {SEED}, holdout {HOLDOUT_SHARE:.0%}")
     rows: list[dict[str, Any]] = []
+
+    def keep(row: dict[str, Any]) -> None:
+        rows.append(row)
+        _write(rows, sizes, tmp_path)
+
     for sessions in sizes:
-        rows += _measure_size(sessions, tmp_path / f"s{sessions}")
+        _measure_size(sessions, tmp_path / f"s{sessions}", keep)
     _add_growth(rows)
+    _add_ratios(rows)
     print("\n" + _table(rows))
     for path in _write(rows, sizes, tmp_path):
         print(f"written: {path}")
