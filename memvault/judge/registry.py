@@ -2,7 +2,7 @@
 
 Tasks are defined beside the stage that asks them (extraction in
 ``judge.tasks``, reflection in ``dream.reflect``, conflicts in
-``temporal.conflict_judge``, the gardener's in ``gardener.tasks``); this
+``temporal.conflict.judge``, the gardener's in ``gardener.tasks``); this
 module gathers them for the schema files and the prompt tests. It imports
 lazily so that no stage pulls in every other one.
 """
@@ -19,7 +19,7 @@ TASK_MODULES: dict[str, tuple[str, ...]] = {
     "memvault.judge.tasks": ("EXTRACT_MEMORY",),
     "memvault.dream.reflect": ("REFLECT",),
     "memvault.profile.diary": ("DIARY",),
-    "memvault.temporal.conflict_judge": ("RESOLVE_CONFLICT", "CONFIRM_CHANGE"),
+    "memvault.temporal.conflict.judge": ("RESOLVE_CONFLICT", "CONFIRM_CHANGE"),
     "memvault.lint.semantic": ("DETECT_CONTRADICTION",),
     "memvault.lifecycle.digest": ("TIER_DIGEST",),
     "memvault.gardener.tasks": (

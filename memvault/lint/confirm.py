@@ -6,10 +6,10 @@ independent judgment (the escalation model when one is configured, else the
 ``confirm_change`` prompt, worded differently, so never a cache hit on the first
 answer), and committed only when both agree and the review rules allow it. Before any
 of that, the proposal is checked against the data and the predicate's definition
-(:func:`memvault.temporal.conflict_verdicts.verdict_problem`): a merge of two different values,
+(:func:`memvault.temporal.conflict.verdicts.verdict_problem`): a merge of two different values,
 or a supersede on a predicate that holds several values without a strictly later
 ``valid_at``, is refused, counted and queued, whatever the judges say. The
-dream's judged conflicts take the same path (``memvault.temporal.conflict_routing``);
+dream's judged conflicts take the same path (``memvault.temporal.conflict.routing``);
 anything else waits in the review queue with both judgments.
 """
 
@@ -28,11 +28,11 @@ from memvault.normalize import utcnow
 from memvault.review.calibration import calibrate
 from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
-from memvault.temporal.conflict_apply import apply_conflict_plan
-from memvault.temporal.conflict_candidates import flagged_rows
-from memvault.temporal.conflict_model import ConflictConfig, ConflictPlan
-from memvault.temporal.conflict_routing import Decisions, confirm_and_route, pair_requests
-from memvault.temporal.conflict_verdicts import count_refusal, verdict_problem
+from memvault.temporal.conflict.apply import apply_conflict_plan
+from memvault.temporal.conflict.candidates import flagged_rows
+from memvault.temporal.conflict.model import ConflictConfig, ConflictPlan
+from memvault.temporal.conflict.routing import Decisions, confirm_and_route, pair_requests
+from memvault.temporal.conflict.verdicts import count_refusal, verdict_problem
 from memvault.temporal.grounding import Grounding
 
 #: What the data check refused of the proposals (a refused merge or one the predicate's

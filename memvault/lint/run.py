@@ -28,7 +28,7 @@ from memvault.review.intake import Intake, propose_archives, queue_low_confidenc
 from memvault.review.policy import ReviewPolicy
 from memvault.review.queue import expire_overdue
 from memvault.store import Store
-from memvault.temporal.conflict_judge import ConflictReply
+from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
 
 LINT_KIND = "lint"

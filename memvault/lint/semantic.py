@@ -32,7 +32,7 @@ from memvault.judge.base import Judge, ask_each
 from memvault.judge.tasks import JudgeTask
 from memvault.lint.findings import Finding, LintReport
 from memvault.store import Store
-from memvault.temporal.conflict_judge import ConflictReply
+from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
 from memvault.text_tokens import normalized, normalized_words
 

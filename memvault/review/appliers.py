@@ -59,8 +59,8 @@ def _verdict_row(m: Mutation, item: ReviewItem, verdict: str, status: str) -> No
 
 
 def apply_conflict(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
-    from memvault.temporal.conflict_apply import apply_actions
-    from memvault.temporal.conflict_review import action_for_review
+    from memvault.temporal.conflict.apply import apply_actions
+    from memvault.temporal.conflict.review import action_for_review
 
     if verdict == "wrong":
         _verdict_row(m, item, "COEXIST", "rejected")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, to_utc_naive, utcnow
 from memvault.store import Store
-from memvault.temporal.conflict_model import ROW_SCHEMA, typed
+from memvault.temporal.conflict.model import ROW_SCHEMA, typed
 from memvault.temporal.grounding import Grounding
 from memvault.temporal.timeline import (
     GROUP,

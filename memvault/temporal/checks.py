@@ -13,7 +13,7 @@ import json
 import polars as pl
 
 from memvault.store import Store
-from memvault.temporal.conflict_model import typed
+from memvault.temporal.conflict.model import typed
 from memvault.temporal.grounding import Grounding, grounding_violations
 from memvault.temporal.timeline import follow_merges
 from memvault.text_tokens import normalized_expr

@@ -228,8 +228,8 @@ def test_upserts_are_audited_and_undoable(store: Store) -> None:
 def test_the_conflict_planner_reads_an_approved_chain(store: Store) -> None:
     """The dream retires the older of two preference facts when the attitudes chain says the
     newer replaced it: a chain written here is one it can follow."""
-    from memvault.temporal.conflict_candidates import load_attitudes
-    from memvault.temporal.conflict_rules import preference_links
+    from memvault.temporal.conflict.candidates import load_attitudes
+    from memvault.temporal.conflict.rules import preference_links
 
     attitudes.upsert(store, "tech_choice", "Ada prefers pandas", 0.8, ["s1"], now=T0)
     proposed = attitudes.upsert(store, "tech_choice", "Ada prefers Polars", 0.9, ["s2"],

@@ -26,7 +26,7 @@ from memvault.temporal import (
     data_loss_violations,
     plan_conflicts,
 )
-from memvault.temporal.conflict_judge import ConflictStatement, resolve_conflict_heuristic
+from memvault.temporal.conflict.judge import ConflictStatement, resolve_conflict_heuristic
 from memvault.temporal.grounding import Grounding
 from tests.helpers import export_text, table_dump
 from tests.store.temporal_history import CONFIRM, NOW, History, when

@@ -21,13 +21,13 @@ from memvault.lint.semantic import ContradictionRequest
 from memvault.review import ReviewPolicy, decide, list_items
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, plan_conflicts
-from memvault.temporal.conflict_judge import (
+from memvault.temporal.conflict.judge import (
     ConflictReply,
     ConflictStatement,
     ResolveConflictRequest,
     merge_refusal,
 )
-from memvault.temporal.conflict_verdicts import verdict_problem
+from memvault.temporal.conflict.verdicts import verdict_problem
 from memvault.temporal.grounding import Grounding
 from tests.helpers import table_dump
 from tests.store.temporal_history import CONFIRM, NOW, History, when

@@ -27,7 +27,7 @@ from memvault.references import dangling_counts
 from memvault.review import ReviewPolicy, decide, list_items
 from memvault.store import Store, undo_run
 from memvault.temporal import apply_conflict_plan, plan_conflicts
-from memvault.temporal.conflict_judge import ConfirmChangeRequest
+from memvault.temporal.conflict.judge import ConfirmChangeRequest
 from tests.helpers import table_dump
 from tests.store.temporal_history import NOW, History
 

@@ -15,7 +15,7 @@ from memvault.review.queue import ReviewError
 from memvault.store import Store, undo_run
 from memvault.temporal import apply_conflict_plan, plan_conflicts
 from memvault.temporal.checks import bitemporal_overlaps
-from memvault.temporal.conflict_judge import ConfirmChangeRequest, ResolveConflictRequest
+from memvault.temporal.conflict.judge import ConfirmChangeRequest, ResolveConflictRequest
 from memvault.temporal.grounding import Grounding
 from tests.helpers import table_dump
 from tests.store.temporal_history import NOW, History, when

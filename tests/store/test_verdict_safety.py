@@ -12,7 +12,7 @@ from memvault.judge import ScriptedJudge
 from memvault.store import Store
 from memvault.temporal import apply_conflict_plan, data_loss_violations, plan_conflicts
 from memvault.temporal.checks import bitemporal_overlaps
-from memvault.temporal.conflict_judge import ResolveConflictRequest
+from memvault.temporal.conflict.judge import ResolveConflictRequest
 from memvault.temporal.grounding import Grounding
 from tests.helpers import table_dump
 from tests.store.temporal_history import CONFIRM, NOW, History, when

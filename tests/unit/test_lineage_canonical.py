@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from memvault.temporal.conflict_apply import canonical_lineages
+from memvault.temporal.conflict.apply import canonical_lineages
 
 
 def _one_at_a_time(entries: list[dict]) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from memvault.temporal.conflict_model import ActionKind, ConflictAction
+from memvault.temporal.conflict.model import ActionKind, ConflictAction
 from memvault.temporal.timeline import GROUP
 from memvault.text_tokens import normalized_expr
 

@@ -1,7 +1,7 @@
 """Conflicts a person decides: what the review queue is shown, and what a decision applies.
 
 A judged pair goes to review when the judge is not sure enough, when its verdict cannot
-be true (:func:`~memvault.temporal.conflict_verdicts.verdict_problem`), when the second
+be true (:func:`~memvault.temporal.conflict.verdicts.verdict_problem`), when the second
 judgment disagrees or the review rules do not consent, and when the judgment failed
 (T3): :func:`review_action` and :func:`failed_action` queue it with both statements,
 every verdict and a deadline, and nothing changes. When a person approves it,
@@ -15,20 +15,20 @@ from typing import Any
 
 from memvault.errors import JudgeError, MemvaultError
 from memvault.store import Store
-from memvault.temporal.conflict_candidates import judged_statements
-from memvault.temporal.conflict_judge import (
+from memvault.temporal.conflict.candidates import judged_statements
+from memvault.temporal.conflict.judge import (
     ConfirmReply,
     ConflictReply,
     ResolveConflictRequest,
 )
-from memvault.temporal.conflict_model import (
+from memvault.temporal.conflict.model import (
     ROW_SCHEMA,
     ConflictAction,
     ConflictConfig,
     JudgedPair,
     typed,
 )
-from memvault.temporal.conflict_verdicts import definition_dict, judged_action, verdict_problem
+from memvault.temporal.conflict.verdicts import definition_dict, judged_action, verdict_problem
 from memvault.temporal.grounding import Grounding
 from memvault.temporal.timeline import pair_id
 

@@ -19,8 +19,8 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
-from memvault.temporal.conflict_judge import ConflictStatement, entity_names, merge_refusal
-from memvault.temporal.conflict_model import (
+from memvault.temporal.conflict.judge import ConflictStatement, entity_names, merge_refusal
+from memvault.temporal.conflict.model import (
     ConflictAction,
     ConflictConfig,
     ConflictPlan,

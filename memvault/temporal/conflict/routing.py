@@ -5,7 +5,7 @@ Cheap first, expensive last (T3). Each pair the rules cannot settle is put to th
 asked again of the stronger model, and one still unsure goes to review. A confident
 change of the store is applied only when a second, independent judgment agrees and the
 review rules consent (:func:`confirm_and_route`); otherwise it is queued for review
-(:mod:`~memvault.temporal.conflict_review`). Keeping both statements (COEXIST) changes
+(:mod:`~memvault.temporal.conflict.review`). Keeping both statements (COEXIST) changes
 nothing and needs neither.
 """
 
@@ -24,8 +24,8 @@ from memvault.review.calibration import Calibration
 from memvault.review.impact import ImpactInputs, impact_score, subject_inputs
 from memvault.review.policy import ReviewPolicy, route
 from memvault.store import Store
-from memvault.temporal.conflict_candidates import judged_statements, subject_names
-from memvault.temporal.conflict_judge import (
+from memvault.temporal.conflict.candidates import judged_statements, subject_names
+from memvault.temporal.conflict.judge import (
     CONFIRM_CHANGE,
     RESOLVE_CONFLICT,
     ConfirmChangeRequest,
@@ -34,9 +34,9 @@ from memvault.temporal.conflict_judge import (
     ProposedChange,
     ResolveConflictRequest,
 )
-from memvault.temporal.conflict_model import ConflictAction, ConflictConfig, JudgedPair
-from memvault.temporal.conflict_review import failed_action, review_action
-from memvault.temporal.conflict_verdicts import (
+from memvault.temporal.conflict.model import ConflictAction, ConflictConfig, JudgedPair
+from memvault.temporal.conflict.review import failed_action, review_action
+from memvault.temporal.conflict.verdicts import (
     count_refusal,
     definition_dict,
     judged_action,

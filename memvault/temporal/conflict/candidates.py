@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from memvault.store import Store
-from memvault.temporal.conflict_judge import ConflictStatement, entity_names
-from memvault.temporal.conflict_model import ROW_SCHEMA, ConflictConfig, typed
-from memvault.temporal.conflict_rules import multi_duplicates, place_undated, preference_links
+from memvault.temporal.conflict.judge import ConflictStatement, entity_names
+from memvault.temporal.conflict.model import ROW_SCHEMA, ConflictConfig, typed
+from memvault.temporal.conflict.rules import multi_duplicates, place_undated, preference_links
 from memvault.temporal.grounding import Grounding
 from memvault.temporal.timeline import (
     GROUP,

@@ -1,7 +1,7 @@
 """What conflict resolution decides, in data: its settings, one action, a whole plan.
 
-The planner (:mod:`~memvault.temporal.conflict_plan`) builds a :class:`ConflictPlan` of
-:class:`ConflictAction` s; the apply step (:mod:`~memvault.temporal.conflict_apply`), the
+The planner (:mod:`~memvault.temporal.conflict.plan`) builds a :class:`ConflictPlan` of
+:class:`ConflictAction` s; the apply step (:mod:`~memvault.temporal.conflict.apply`), the
 lint and the review queue read them. Everything here is plain data with no store access,
 so every stage can import it without importing another stage.
 """

@@ -1,25 +1,27 @@
-"""Temporal conflict resolution (design.md T1–T6), planned first and applied second.
+"""The door to temporal conflict resolution (design.md T1–T6): planned first, applied second.
 
 :func:`plan_conflicts` reads the store and decides; it writes nothing, so the
 dream can log a dry run (D7) and the idempotency check can re-plan after an
 apply and expect an empty plan. :func:`apply_conflict_plan`
-(``memvault.temporal.conflict_apply``) writes the decisions in audited batches.
+(:mod:`~memvault.temporal.conflict.apply`) writes the decisions in audited batches.
 
-Cheap first, expensive last; each step has its module:
+Cheap first, expensive last; each step has its module in this package:
 
-* :mod:`~memvault.temporal.conflict_model`: the settings, an action, a plan.
-* :mod:`~memvault.temporal.conflict_candidates`: the triples read and the pairs only a
+* :mod:`~memvault.temporal.conflict.model`: the settings, an action, a plan.
+* :mod:`~memvault.temporal.conflict.candidates`: the triples read and the pairs only a
   judge can settle: different objects stated for the same ``valid_at`` or without one,
   a change of a stable functional predicate, and two wordings of a multi-valued
   predicate that look like the same thing. Two clearly different objects of a
   multi-valued predicate are not a conflict at all.
-* :mod:`~memvault.temporal.conflict_rules`: what rules settle without a model
+* :mod:`~memvault.temporal.conflict.rules`: what rules settle without a model
   (restatements, the one-value-at-a-time timeline, preference versions).
-* :mod:`~memvault.temporal.conflict_routing`: the judge, escalation to the stronger
+* :mod:`~memvault.temporal.conflict.judge`: the judge's task (two statements, a verdict)
+  and what a merge may join (the offline heuristic).
+* :mod:`~memvault.temporal.conflict.routing`: the judge, escalation to the stronger
   model, the second judgment and the review rules' consent.
-* :mod:`~memvault.temporal.conflict_verdicts`: the check every verdict passes before it
+* :mod:`~memvault.temporal.conflict.verdicts`: the check every verdict passes before it
   may touch the store, and the action it decides.
-* :mod:`~memvault.temporal.conflict_review`: what stays unsure goes to the review queue
+* :mod:`~memvault.temporal.conflict.review`: what stays unsure goes to the review queue
   and nothing changes (T3). Every judged pair gets a ``conflict_verdicts`` row and is
   never asked again.
 """
@@ -36,16 +38,16 @@ from memvault.normalize import utcnow
 from memvault.review.calibration import calibrate
 from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
-from memvault.temporal.conflict_candidates import (
+from memvault.temporal.conflict.candidates import (
     CandidateState,
     candidate_rows,
     judge_protected,
     known_verdicts,
     load_attitudes,
 )
-from memvault.temporal.conflict_model import ConflictAction, ConflictConfig, ConflictPlan
-from memvault.temporal.conflict_routing import judge_pairs
-from memvault.temporal.conflict_rules import rule_actions
+from memvault.temporal.conflict.model import ConflictAction, ConflictConfig, ConflictPlan
+from memvault.temporal.conflict.routing import judge_pairs
+from memvault.temporal.conflict.rules import rule_actions
 from memvault.temporal.grounding import Grounding
 from memvault.temporal.timeline import GROUP
 

@@ -5,7 +5,7 @@ dream, the lint and the review queue: a merge of two different values, a superse
 ends a statement before it began, or one on a predicate that may hold several values
 without a strictly later ``valid_at`` is refused (:class:`Refusal`), whatever the judge's
 confidence. :func:`judged_action` turns a verdict that passed into a
-:class:`~memvault.temporal.conflict_model.ConflictAction`.
+:class:`~memvault.temporal.conflict.model.ConflictAction`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memvault.temporal.conflict_judge import (
+from memvault.temporal.conflict.judge import (
     ConflictReply,
     ConflictStatement,
     ResolveConflictRequest,
     merge_refusal,
 )
-from memvault.temporal.conflict_model import ConflictAction, JudgedPair
+from memvault.temporal.conflict.model import ConflictAction, JudgedPair
 from memvault.temporal.grounding import PredicateDef
 from memvault.text_tokens import normalized
 
