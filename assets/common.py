@@ -20,7 +20,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from memvault.config import store_url
 from memvault.errors import JudgeError
-from memvault.judge.base import Judge
+from memvault.stage import Markdown, judge_figures
 
 #: DuckDB has one writer process: every step that opens the store (asset or check) runs in
 #: this pool, whose limit is 1 (dagster.yaml), so no two steps of any run hold the file at once.
@@ -78,26 +78,19 @@ def md_table(
     return dg.MetadataValue.md("\n".join(lines))
 
 
-def judge_metadata(judge: Judge, before: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """Flat counters of the judge's work (since ``before``, a ``stats.as_dict()``)."""
-    now = judge.stats.as_dict()
-    used = {k: v - (before or {}).get(k, 0) for k, v in now.items()}
-    return {
-        "judge": judge.kind,
-        "llm_calls": used["calls"],
-        "llm_escalations": used["escalations"],
-        "llm_tokens": used["prompt_tokens"] + used["completion_tokens"],
-        "llm_cache_hits": used["cache_hits"],
-        "heuristic_answers": used["heuristic_answers"],
-    }
+#: The judge's work in a stage, as the assets show it (the core's figures).
+judge_metadata = judge_figures
 
 
 def as_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
     """A core result's ``metadata()`` in the UI's terms: mappings and lists of records become
-    markdown tables, times become timestamps, flat numbers and words stay as they are."""
+    markdown tables, times become timestamps, :class:`~memvault.stage.Markdown` is rendered,
+    flat numbers and words stay as they are."""
     shown: dict[str, Any] = {}
     for key, value in values.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Markdown):
+            shown[key] = dg.MetadataValue.md(str(value))
+        elif isinstance(value, Mapping):
             shown[key] = md_table({str(k): v for k, v in value.items()})
         elif isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
             shown[key] = md_table(value)

@@ -11,20 +11,20 @@ and each returns ``passed=False`` with the offending rows rather than
 raising, so the UI shows an evaluation either way.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 import polars as pl
 
-from assets.common import STORE_POOL, md_table
+from assets.common import STORE_POOL, expectations_result, md_table
 from assets.dream.stages import dream_consolidate, dream_run_id, end_failed_dream
+from assets.stage_adapter import evaluate_checks
 from memvault.dream.atomic import ensure_going_on
 from memvault.dream.orient import last_dream, new_ids_since
 from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lint.findings import open_findings
-from memvault.quality import validate_triples
 from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
 from memvault.temporal import (
@@ -146,17 +146,8 @@ def idempotency(
 
 
 def triples_expectations(store: Store) -> dg.AssetCheckResult:
-    result = validate_triples(store)
-    return dg.AssetCheckResult(
-        check_name="triples_expectations",
-        passed=result.success,
-        metadata={
-            "expectations": result.evaluated,
-            "failed_expectations": len(result.failed),
-            "failed": md_table([{"expectation": f} for f in result.failed]),
-            "rows": result.rows,
-        },
-    )
+    """The facts table's suite, on every row."""
+    return expectations_result(store, "triples", dream_consolidate.key.to_user_string())
 
 
 @dg.multi_asset_check(
@@ -175,34 +166,22 @@ def dream_guarantees(
     dream: DreamResource,
     review: ReviewResource,
 ) -> Iterator[dg.AssetCheckResult]:
-    selected = {key.name for key in context.selected_asset_check_keys}
     run_id = dream_run_id(context, dream.dry_run)
-    results: list[dg.AssetCheckResult] = []
     with store.open() as opened:
         ensure_going_on(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
-        runs: dict[str, Callable[[], dg.AssetCheckResult]] = {
-            "no_data_loss": lambda: no_data_loss(opened, dream.dry_run),
-            "bitemporal_consistency": lambda: bitemporal_consistency(opened, dream.dry_run),
-            "idempotency": lambda: idempotency(
-                opened, judge, dream.conflict_config(), dream.dry_run, review.policy()
-            ),
-            "grounding": lambda: grounding(opened),
-            "triples_expectations": lambda: triples_expectations(opened),
-        }
-        for name, check in runs.items():
-            if name not in selected:
-                continue
-            try:
-                results.append(check())
-            except Exception as exc:  # a check that raises would record no evaluation at all
-                results.append(
-                    dg.AssetCheckResult(
-                        check_name=name,
-                        passed=False,
-                        metadata={"error": f"{type(exc).__name__}: {exc}"},
-                    )
-                )
+        results = evaluate_checks(
+            context,
+            {
+                "no_data_loss": lambda: no_data_loss(opened, dream.dry_run),
+                "bitemporal_consistency": lambda: bitemporal_consistency(opened, dream.dry_run),
+                "idempotency": lambda: idempotency(
+                    opened, judge, dream.conflict_config(), dream.dry_run, review.policy()
+                ),
+                "grounding": lambda: grounding(opened),
+                "triples_expectations": lambda: triples_expectations(opened),
+            },
+        )
     blocked = [str(r.check_name) for r in results if _blocks(r)]
     if blocked:
         # The checked stage's writes are in the store already: the dream reverts them itself

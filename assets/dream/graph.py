@@ -6,47 +6,21 @@ materialized as soon as its stage is done, so the lineage shows every stage and 
 re-executed from failure runs only the stages that did not finish: a later stage then reads
 what the earlier ones wrote (the edges' audit rows, table ``communities``) instead of
 computing them again. A dry run writes nothing, so a resumed dry run recomputes them.
+
+The stages themselves (and the resume rule) are the core's :class:`DreamGraph`; this module
+declares their assets and hands them to the stage adapter.
 """
 
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import dagster as dg
 
-from assets.common import (
-    OWNERS,
-    STORE_POOL,
-    as_metadata,
-    expectations_result,
-    expectations_spec,
-    kinds,
-)
+from assets.common import OWNERS, STORE_POOL, expectations_result, expectations_spec, kinds
 from assets.dream.stages import DREAM_GROUP, all_or_nothing, carry_on, dream_orient
-from memvault.dream.report import record_stage, rows_written, stage_figures
-from memvault.dream.stages import LOGGED_ACTIONS
-from memvault.graph import GraphConfig, compute_centrality, detect_communities, refresh_edges
-from memvault.graph.centrality import CentralityReport
-from memvault.graph.communities import CommunityReport, stored_communities
-from memvault.graph.discovery import DiscoveryReport, discover
-from memvault.graph.edges import EdgeReport
-from memvault.store import Store
+from assets.stage_adapter import materialize_stages
+from memvault.dream.graph_stages import CENTRALITY, COMMUNITIES, DISCOVERIES, EDGES, DreamGraph
+from memvault.graph import GraphConfig
 from resources import DreamResource, StoreResource
-
-#: The audit phase of every graph stage (the edges and the discoveries write under it).
-PHASE = "dream_signal"
-
-EDGES, COMMUNITIES, CENTRALITY, DISCOVERIES = (
-    "dream_edges",
-    "dream_communities",
-    "dream_centrality",
-    "dream_discoveries",
-)
-
-#: Where each stage's figures go in the dream report's graph section.
-FIGURES = {EDGES: "edges", COMMUNITIES: "communities", CENTRALITY: "centrality",
-           DISCOVERIES: "discovery"}  # fmt: skip
 
 SPECS = [
     dg.AssetSpec(
@@ -89,67 +63,6 @@ SPECS = [
 ]
 
 
-@dataclass
-class _Graph:
-    """The stages of one dream's graph, each computed once or read back when resumed."""
-
-    store: Store
-    config: GraphConfig
-    run_id: str
-    dry_run: bool
-    edges: EdgeReport | None = None
-    communities: CommunityReport | None = None
-    centrality: CentralityReport | None = None
-
-    def refresh_edges(self) -> EdgeReport:
-        self.edges = refresh_edges(self.store, self.config, self.run_id, dry_run=self.dry_run)
-        return self.edges
-
-    def detect_communities(self) -> CommunityReport:
-        self.communities = detect_communities(
-            self.store, self.config, self.run_id, dry_run=self.dry_run
-        )
-        return self.communities
-
-    def compute_centrality(self) -> CentralityReport:
-        self.centrality = compute_centrality(
-            self.store, self.config, self.run_id, dry_run=self.dry_run
-        )
-        return self.centrality
-
-    def discover(self) -> DiscoveryReport:
-        if self.edges is None:  # resumed: the audit log names the edges this dream connected
-            self.edges = (
-                self.refresh_edges()
-                if self.dry_run
-                else EdgeReport(run_id=self.run_id, incremental=True, dry_run=False, reason="")
-            )
-        if self.communities is None:
-            self.communities = (
-                self.detect_communities()
-                if self.dry_run
-                else stored_communities(self.store, self.run_id)
-            )
-        centrality = self.centrality or CentralityReport(run_id=self.run_id, dry_run=self.dry_run)
-        return discover(
-            self.store,
-            self.config,
-            self.run_id,
-            self.edges,
-            self.communities,
-            centrality,
-            dry_run=self.dry_run,
-        )
-
-
-def _record(store: Store, run_id: str, figures: dict[str, Any], actions: dict[str, int]) -> None:
-    """Add this stage's figures to the dream report's graph section (kept across a resume)."""
-    signal = stage_figures(store, run_id).get("signal", {})
-    signal.update(figures)
-    signal["actions"] = signal.get("actions", {}) | actions
-    record_stage(store, run_id, "signal", signal)
-
-
 @dg.multi_asset(
     name="dream_graph",
     specs=SPECS,
@@ -163,48 +76,15 @@ def _record(store: Store, run_id: str, figures: dict[str, Any], actions: dict[st
 def dream_graph(
     context: dg.AssetExecutionContext, store: StoreResource, dream: DreamResource
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    selected = {key.to_user_string() for key in context.selected_asset_keys}
     with all_or_nothing(context, store, dream) as run_id, store.open() as opened:
         carry_on(opened, run_id)
-        graph = _Graph(opened, GraphConfig.model_validate(dream.graph), run_id, dream.dry_run)
-        for name, stage in (
-            (EDGES, graph.refresh_edges),
-            (COMMUNITIES, graph.detect_communities),
-            (CENTRALITY, graph.compute_centrality),
-            (DISCOVERIES, graph.discover),
-        ):
-            if name not in selected:
-                continue
-            started = time.monotonic()
-            report = stage()
-            yield _materialized(context, opened, name, report, round(time.monotonic() - started, 3))
-            if name == EDGES and context.selected_asset_check_keys:
-                # An incremental refresh wrote a few edges: those are checked, not the store's.
-                changed_by = run_id if getattr(report, "incremental", False) else None
-                yield expectations_result(opened, "edges", EDGES, changed_by=changed_by)
-
-
-def _materialized(
-    context: dg.AssetExecutionContext, store: Store, name: str, report: Any, seconds: float
-) -> dg.MaterializeResult:
-    """Record one stage on the dream and say what it did."""
-    run_id, dry_run = report.run_id, report.dry_run
-    actions: dict[str, int] = {}
-    if isinstance(report, EdgeReport):
-        actions = {"edge-insert": report.inserted, "edge-update": report.updated}
-    if isinstance(report, DiscoveryReport):
-        actions = {"discover": 0 if dry_run else sum(report.written.values())}
-        for item in report.discoveries[:LOGGED_ACTIONS]:
-            context.log.info(f"{'would queue' if dry_run else 'queued'}: {item.explanation}")
-    _record(store, run_id, {FIGURES[name]: report.as_dict()}, actions)
-    extra = {"rows_written": rows_written(store, run_id, PHASE)} if actions else {}
-    return dg.MaterializeResult(
-        asset_key=name,
-        metadata={
-            "dream_run_id": run_id,
-            "dry_run": dry_run,
-            **as_metadata(report.metadata()),
-            **extra,
-            "duration_s": seconds,
-        },
-    )
+        graph = DreamGraph(
+            opened, GraphConfig.model_validate(dream.graph), run_id, dream.dry_run, context.log.info
+        )
+        # An incremental refresh wrote a few edges: those are checked, not the store's.
+        expectations = {
+            "edges_expectations": lambda: expectations_result(
+                opened, "edges", EDGES, changed_by=run_id if graph.edges_changed_only() else None
+            )
+        }
+        yield from materialize_stages(context, graph.stages(), checks_after={EDGES: expectations})

@@ -9,7 +9,6 @@ wrote is reverted (:mod:`memvault.dream.atomic`); a re-execution of a reverted
 dream stops with a message, and the next dream starts from the store as it was.
 """
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,12 +20,12 @@ from assets.common import (
     OWNERS,
     STORE_POOL,
     as_metadata,
-    judge_metadata,
     kinds,
     md_table,
     retried_on_llm_trouble,
     timestamp,
 )
+from assets.stage_adapter import materialize, track_run_id
 from memvault.dream import orient
 from memvault.dream.atomic import ensure_going_on, fail_dream
 from memvault.dream.exclusive import DreamInProgress, begin_dream
@@ -35,6 +34,7 @@ from memvault.dream.report import (
 )
 from memvault.dream.stages import consolidate, prune_and_report, reflect_stage
 from memvault.judge.store_cache import StoreJudgeCache
+from memvault.stage import Figures, Stage, judge_figures
 from memvault.store import Store
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
@@ -47,8 +47,7 @@ StageContext = dg.AssetExecutionContext | dg.AssetCheckExecutionContext
 
 def dream_run_id(context: StageContext, dry_run: bool) -> str:
     """One id per dream, stable across re-execution from failure (the root run's id)."""
-    root = context.run.root_run_id or context.run.run_id
-    return f"dream-{'dry-' if dry_run else ''}{root[:8]}-{root[9:13]}"
+    return track_run_id(context, "dream-dry" if dry_run else "dream")
 
 
 def _will_retry(context: dg.AssetExecutionContext, exc: Exception, retries: int) -> bool:
@@ -130,7 +129,6 @@ def _judged_stage(
     """Run a stage that may ask the judge (``stage(store, judge, run_id, dry_run=, log=, warn=,
     **options)``): on the dream's run, with the store's reply cache, retried on LLM trouble;
     its result's figures, the judge's and the time taken."""
-    started = time.monotonic()
     with (
         all_or_nothing(context, store, dream, LLM_RETRY.max_retries or 0) as run_id,
         retried_on_llm_trouble(),
@@ -138,19 +136,20 @@ def _judged_stage(
     ):
         carry_on(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
-        result = stage(
-            opened,
-            judge,
-            run_id,
-            dry_run=dream.dry_run,
-            log=context.log.info,
-            warn=context.log.warning,
-            **options,
-        )
-    seconds = {"duration_s": round(time.monotonic() - started, 3)}
-    return dg.MaterializeResult(
-        metadata=as_metadata(result.metadata() | judge_metadata(judge) | seconds)
-    )
+
+        def work() -> Figures:
+            result = stage(
+                opened,
+                judge,
+                run_id,
+                dry_run=dream.dry_run,
+                log=context.log.info,
+                warn=context.log.warning,
+                **options,
+            )
+            return Figures(result.metadata() | judge_figures(judge))
+
+        return materialize(Stage(context.asset_key.to_user_string(), work))
 
 
 @dg.asset(

@@ -1,0 +1,140 @@
+"""The contract between a stage of a track and whatever runs it (Dagster, the CLI, a test).
+
+A track (the dream's graph, the gardener, the lint, ...) is an object that holds what its
+stages read: the open store and the track's settings. Each of its stages is a :class:`Stage`:
+a name (the asset it materializes), the tables it writes, and a call that does the work and
+returns a :class:`Report`, whose ``metadata()`` is the stage's figures. Whoever runs the
+stages times them and shows the figures; the stage itself knows nothing of Dagster.
+
+A stage that fails after saving what lets a retry continue raises :class:`StageFailed` with
+its figures so far. A stage that needs a ``runs`` row of its own takes it from
+:func:`tracked_run`, which never leaves the row open: it ends ``succeeded`` or ``failed``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from memvault.judge.base import Judge
+from memvault.store import Store
+
+
+class Report(Protocol):
+    """What a stage returns: its figures, flat numbers and words, small tables as mappings
+    or lists of records, times as datetimes, text to render as :class:`Markdown`."""
+
+    def metadata(self) -> Mapping[str, Any]: ...
+
+
+class Markdown(str):
+    """A figure that is text to render (a report), not a word to show as it is."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a check after a stage found: whether it passed, and the figures that say why."""
+
+    passed: bool
+    figures: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A report that is only its figures (a stage whose result is a mapping)."""
+
+    values: Mapping[str, Any]
+
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+class StageFailed(Exception):
+    """A stage failed after saving what lets a retry continue; ``figures`` says how far it
+    got (shown on the failure)."""
+
+    def __init__(self, message: str, figures: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.figures: dict[str, Any] = dict(figures or {})
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a track: ``run`` reads the store and the settings its track holds, writes
+    the store's tables named in ``writes`` (audited), and returns the stage's report."""
+
+    name: str
+    run: Callable[[], Report]
+    writes: tuple[str, ...] = ()
+
+
+class Track(Protocol):
+    """A track's stages, in the order they run, sharing one run of the store."""
+
+    def stages(self) -> list[Stage]: ...
+
+
+def judge_figures(judge: Judge, before: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Flat counters of the judge's work in a stage (since ``before``, a ``stats.as_dict()``)."""
+    now = judge.stats.as_dict()
+    used = {k: v - (before or {}).get(k, 0) for k, v in now.items()}
+    return {
+        "judge": judge.kind,
+        "llm_calls": used["calls"],
+        "llm_escalations": used["escalations"],
+        "llm_tokens": used["prompt_tokens"] + used["completion_tokens"],
+        "llm_cache_hits": used["cache_hits"],
+        "heuristic_answers": used["heuristic_answers"],
+    }
+
+
+@dataclass
+class Timer:
+    """Seconds since it started, rounded to the millisecond (what a stage's figures show)."""
+
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def seconds(self) -> float:
+        return round(time.monotonic() - self.started, 3)
+
+
+def timed(stage: Stage) -> tuple[Report, float]:
+    """Run ``stage``; its report and the seconds it took."""
+    timer = Timer()
+    report = stage.run()
+    return report, timer.seconds
+
+
+@dataclass
+class RunRow:
+    """The ``runs`` row a piece of work writes under: its id, and the figures and status it
+    is finished with (set them inside the block)."""
+
+    id: str
+    stats: dict[str, Any] = field(default_factory=dict)
+    status: str = "succeeded"
+
+
+@contextmanager
+def tracked_run(
+    store: Store,
+    kind: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    run_id: str | None = None,
+) -> Iterator[RunRow]:
+    """Begin a run (or continue ``run_id``), yield it, and finish it: with its ``status``
+    and ``stats`` when the block ends, ``failed`` with the error when it raises. So no run
+    row is left ``running`` by work that stopped (``memvault runs`` shows what happened,
+    ``memvault undo`` takes its id either way)."""
+    row = RunRow(store.begin_run(kind, params, run_id=run_id))
+    try:
+        yield row
+    except BaseException as exc:
+        store.finish_run(row.id, "failed", row.stats, error=f"{type(exc).__name__}: {exc}")
+        raise
+    store.finish_run(row.id, row.status, row.stats)
