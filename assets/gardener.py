@@ -15,17 +15,14 @@ logs the reason and records it as an observation of ``garden_survey``. A run lau
 is asked for, so it always gardens; its survey's metadata says whether the store was quiet.
 """
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
 from assets.common import OWNERS, STORE_POOL, after, as_metadata, kinds, with_upstream
-from memvault.gardener.cadence import Cadence, garden_due
-from memvault.gardener.figures import phase_figures, run_figures, survey_figures
-from memvault.gardener.ledger import Ledger
-from memvault.gardener.run import Gardener, PhaseFailed
+from assets.stage_adapter import materialize_stages, root_run_id
+from memvault.gardener.stages import REPORT, STAGES, SURVEY, GardenTrack
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.normalize import utcnow
 from resources import JudgeResource, StoreResource
@@ -33,23 +30,9 @@ from resources.gardener import GardenerResource
 
 GROUP = "gardener"
 
-
-def _root_run_id(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> str:
-    return context.run.tags.get("dagster/root_run_id") or context.run.run_id
-
-
 #: The tag Dagster's automation puts on the runs it starts (the nightly chain); a run without it
 #: was launched by somebody (the UI, ``memvault garden``) and always gardens.
 AUTOMATED = "dagster/from_automation_condition"
-
-
-def _automated(context: dg.AssetExecutionContext) -> bool:
-    return context.run.tags.get(AUTOMATED) == "true"
-
-
-def _metadata(gardener: Gardener, started: float, **extra: Any) -> dict[str, Any]:
-    seconds = {"duration_s": round(time.monotonic() - started, 3)}
-    return as_metadata(run_figures(gardener) | seconds | extra)
 
 
 PHASE_TEXT = {
@@ -71,7 +54,6 @@ PHASE_TEXT = {
     "retired facts), and one line on the garden's state naming where duplicates and over-long "
     "items gather.",
 }
-SURVEY, REPORT = "garden_survey", "garden_report"
 WITH_SURVEY = with_upstream("with the gardener's survey")
 
 
@@ -89,7 +71,7 @@ def _spec(name: str, dep: str, description: str, **extra: Any) -> dg.AssetSpec:
     )
 
 
-_CHAIN = [SURVEY, *(f"garden_{p}" for p in PHASE_TEXT), REPORT]
+_CHAIN = list(STAGES)
 SPECS = [
     # Each night after the collector: the survey reads what it collected and embedded.
     _spec(
@@ -145,151 +127,23 @@ def garden(
     store: StoreResource,
     llm: JudgeResource,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
-    selected = {key.to_user_string() for key in context.selected_asset_keys}
     with gardener.open(store) as (ledger, stores):
         judge = llm.build(cache=StoreJudgeCache(ledger.store))
-        run = _Run(context, ledger, stores, judge, gardener)
-        if SURVEY in selected and run.run_id is None:  # a new garden run, not a re-execution
-            run.cadence = garden_due(ledger, stores, utcnow(), run.settings)
-            if not run.cadence.due and _automated(context):
-                context.log.info(f"Not gardening tonight: {run.cadence.reason}")
+        run = GardenTrack(
+            ledger, stores, judge, gardener.config(), root_run_id(context), context.log.info
+        )
+        if SURVEY in {key.to_user_string() for key in context.selected_asset_keys}:
+            asked = context.run.tags.get(AUTOMATED) != "true"
+            quiet = run.not_due(utcnow(), asked=asked)
+            if quiet is not None:
+                context.log.info(f"Not gardening tonight: {quiet.reason}")
                 yield dg.AssetObservation(
                     asset_key=SURVEY,
-                    description=f"Not gardened: {run.cadence.reason}",
-                    metadata=as_metadata(run.cadence.metadata()),
+                    description=f"Not gardened: {quiet.reason}",
+                    metadata=as_metadata(quiet.metadata()),
                 )
                 return
-        for name in _CHAIN:
-            if name in selected:
-                started = time.monotonic()
-                yield dg.MaterializeResult(asset_key=name, metadata=run.step(name, started))
-        checks = {key.name for key in context.selected_asset_check_keys}
-        yield from (check() for spec, check in run.checks() if spec.name in checks)
-
-
-class _Run:
-    """One garden run across the assets of the step, found by the Dagster run's root id."""
-
-    def __init__(
-        self,
-        context: Any,
-        ledger: Ledger,
-        stores: list[Any],
-        judge: Any,
-        gardener: GardenerResource,
-    ) -> None:
-        self.context, self.ledger, self.stores, self.judge = context, ledger, stores, judge
-        self.settings = gardener.config()
-        self.run_id = ledger.run_for_dagster(_root_run_id(context))
-        self.garden: Gardener | None = None
-        self.cadence: Cadence | None = None
-
-    def load(self) -> Gardener:
-        if self.garden is None:
-            if self.run_id is None:
-                raise dg.Failure(
-                    "no garden run for this Dagster run: materialize garden_survey "
-                    "first, in the same run"
-                )
-            self.garden = Gardener.load(self.ledger, self.stores, self.judge, self.run_id)
-        return self.garden
-
-    def step(self, name: str, started: float) -> dict[str, Any]:
-        if name == SURVEY:
-            return self.survey(started)
-        if name == REPORT:
-            return self.report(started)
-        return self.phase(name.removeprefix("garden_"), started)
-
-    def survey(self, started: float) -> dict[str, Any]:
-        if self.run_id is None:
-            self.garden = Gardener.start(
-                self.ledger,
-                self.stores,
-                self.judge,
-                self.settings,
-                dagster_run_id=_root_run_id(self.context),
-                cadence=self.cadence,
-            )
-            self.run_id = self.garden.state.run_id
-        # A re-executed run: the survey (and its snapshot) happened already.
-        garden = self.load()
-        cadence = self.cadence.metadata() if self.cadence is not None else {}
-        return _metadata(garden, started, **survey_figures(garden), **cadence)
-
-    def phase(self, phase: str, started: float) -> dict[str, Any]:
-        garden = self.load()
-        before = dict(garden.state.actions)
-        try:
-            garden.run_phase(phase, raise_on_error=True)
-        except PhaseFailed as failed:
-            raise dg.Failure(
-                description=f"garden phase {phase} failed; its resume point is saved, so a "
-                f"retry or a re-execution continues from there: {failed}",
-                metadata=_metadata(garden, started, phase=phase),
-            ) from failed
-        return _metadata(garden, started, **phase_figures(garden, phase, before))
-
-    def report(self, started: float) -> dict[str, Any]:
-        garden = self.load()
-        result = garden.finish()
-        self.context.log.info(result.report)
-        metadata = _metadata(
-            garden,
-            started,
-            outcome=result.outcome.outcome,
-            outcome_summary=result.outcome.summary,
-            report_id=str(result.state.report_id),
-            report=dg.MetadataValue.md(f"```\n{result.report}```"),
-        )
-        if not result.succeeded:
-            raise dg.Failure(description=result.outcome.summary, metadata=metadata)
-        return metadata
-
-    def checks(self) -> list[tuple[dg.AssetCheckSpec, Callable[[], dg.AssetCheckResult]]]:
-        return [(AUDITED, self.audited), (IDEMPOTENT, self.idempotent)]
-
-    def audited(self) -> dg.AssetCheckResult:
-        state = self.ledger.load_state(str(self.run_id))
-        audited, expected = (
-            self.ledger.audit_rows(str(self.run_id)),
-            int(state.get("expected_audit", -1)),
-        )
-        read_back = bool(state.get("report_read_back"))
-        return dg.AssetCheckResult(
-            asset_key=REPORT,
-            check_name=AUDITED.name,
-            passed=audited == expected and read_back,
-            metadata={
-                "garden_run_id": str(self.run_id),
-                "audit_rows": audited,
-                "writes_made": expected,
-                "report_read_back": read_back,
-            },
-        )
-
-    def idempotent(self) -> dg.AssetCheckResult:
-        from memvault.gardener.rehearse import rehearse
-
-        state = self.load().state
-        unfinished = "; ".join(
-            f"{n}: {s.resume_text()}" for n, s in state.stores.items() if s.resume
-        )
-        shown: dict[str, Any] = {"garden_run_id": str(self.run_id)}
-        if unfinished:  # not clean: the next run continues it
-            return dg.AssetCheckResult(
-                asset_key=REPORT,
-                check_name=IDEMPOTENT.name,
-                passed=True,
-                metadata=shown | {"stopped_early": unfinished},
-            )
-        found = rehearse(self.ledger, self.stores, self.judge, self.settings)
-        return dg.AssetCheckResult(
-            asset_key=REPORT,
-            check_name=IDEMPOTENT.name,
-            passed=found.idle,
-            metadata=shown | as_metadata(found.metadata()),
-        )
+        yield from materialize_stages(context, run.stages(), checks_after={REPORT: run.checks()})
 
 
 garden_job = dg.define_asset_job(
