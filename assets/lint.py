@@ -13,9 +13,7 @@ shares a run id derived from the Dagster run's root, so a re-executed run contin
 lint.
 """
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import dagster as dg
 
@@ -24,27 +22,13 @@ from assets.common import (
     OWNERS,
     STORE_POOL,
     after,
-    as_metadata,
-    judge_metadata,
     kinds,
-    md_table,
     retried_on_llm_trouble,
-    timestamp,
     with_upstream,
 )
+from assets.stage_adapter import materialize_stages, track_run_id
 from memvault.judge.store_cache import StoreJudgeCache
-from memvault.lint.confirm import unconfirmed_changes
-from memvault.lint.run import (
-    begin_lint,
-    run_confirm,
-    run_grounding,
-    run_semantic,
-    run_structure,
-    tend_queue,
-)
-from memvault.review.calibration import calibrate
-from memvault.review.queue import summarize_queue
-from memvault.store import Store
+from memvault.lint.stages import CONFIRM, GROUNDING, QUEUE, SEMANTIC, STRUCTURE, LintTrack
 from resources import (
     EmbedderResource,
     JudgeResource,
@@ -55,20 +39,7 @@ from resources import (
 
 LINT_GROUP = "lint"
 REVIEW_GROUP = "review"
-STRUCTURE, GROUNDING, SEMANTIC, CONFIRM, QUEUE = (
-    "lint_structure",
-    "lint_grounding",
-    "lint_semantic",
-    "lint_confirm",
-    "review_queue",
-)
 LAYER_WITH = with_upstream("with the lint's structure layer")
-
-
-def lint_run_id(context: dg.AssetExecutionContext) -> str:
-    """One id per lint, stable across re-execution from failure (the root run's id)."""
-    root = context.run.root_run_id or context.run.run_id
-    return f"lint-{root[:8]}-{root[9:13]}"
 
 
 SPECS = [
@@ -146,90 +117,6 @@ CONFIRMED = dg.AssetCheckSpec(
 )
 
 
-class _Lint:
-    """One lint's layers on one open store; each returns the metadata of its asset."""
-
-    def __init__(self, context: dg.AssetExecutionContext, store: Store, **resources: Any) -> None:
-        self.context, self.store, self.run_id = context, store, lint_run_id(context)
-        self.llm: JudgeResource = resources["llm"]
-        self.lint: LintResource = resources["lint"]
-        self.review: ReviewResource = resources["review"]
-        self.embedder: EmbedderResource = resources["embedder"]
-        self.since = begin_lint(store, self.run_id)
-
-    def structure(self) -> dict[str, Any]:
-        report = run_structure(self.store, self.run_id)
-        since = timestamp(self.since) if self.since else "the first lint: every fact"
-        return {"new_facts_since": since, **report.metadata()}
-
-    def grounding(self) -> dict[str, Any]:
-        report, intake = run_grounding(self.store, self.run_id, self.review.policy())
-        return {
-            **report.metadata(),
-            "archive_proposals": report.proposed,
-            "archived_by_rules": intake.applied,
-            "archive_queued": intake.queued,
-        }
-
-    def semantic(self) -> dict[str, Any]:
-        judge = self.llm.build(cache=StoreJudgeCache(self.store))
-        result = run_semantic(
-            self.store,
-            judge,
-            self.embedder.build(),
-            self.run_id,
-            self.since,
-            threshold=self.lint.similarity,
-            pairs_per_100=self.lint.pairs_per_100,
-        )
-        for note in result.report.notes:
-            self.context.log.warning(note)
-        return {**result.metadata(), **result.report.metadata(), **judge_metadata(judge)}
-
-    def confirm(self) -> dict[str, Any]:
-        judge = self.llm.build(cache=StoreJudgeCache(self.store))
-        report, applied = run_confirm(self.store, judge, self.run_id, self.review.policy())
-        for note in report.notes:
-            self.context.log.warning(f"second judgment failed, queued for review: {note}")
-        return {
-            "proposed": report.proposed,
-            "auto_applied": report.auto_applied,
-            "queued_for_review": report.queued,
-            **report.refused,
-            "second_judgment": "escalation model" if judge.can_escalate else "confirm prompt",
-            **judge_metadata(judge),
-            "actions": [{"action": a, "count": n} for a, n in applied.items()],
-        }
-
-    def queue(self) -> dict[str, Any]:
-        policy = self.review.policy()
-        tending = tend_queue(self.store, self.run_id, policy)
-        figures = {
-            **summarize_queue(self.store).metadata(),
-            **tending.metadata(),
-            **calibrate(self.store, policy).metadata(policy),
-        }
-        self.store.finish_run(self.run_id, "succeeded")
-        if tending.expired:
-            self.context.log.warning(
-                f"{len(tending.expired)} review items passed their deadline: not applied, still "
-                "waiting (`memvault review list`)"
-            )
-        return figures
-
-    def confirmed(self) -> dg.AssetCheckResult:
-        offending = unconfirmed_changes(self.store)
-        return dg.AssetCheckResult(
-            asset_key=CONFIRM,
-            check_name=CONFIRMED.name,
-            passed=offending.is_empty(),
-            metadata={
-                "unconfirmed_changes": offending.height,
-                "sample": md_table(offending.head(20).to_dicts()),
-            },
-        )
-
-
 @dg.multi_asset(
     name="lint",
     specs=SPECS,
@@ -247,26 +134,20 @@ def lint(
     review: ReviewResource,
     embedder: EmbedderResource,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    selected = {key.to_user_string() for key in context.selected_asset_keys}
     with retried_on_llm_trouble(), store.open() as opened:
-        layers = _Lint(context, opened, llm=llm, lint=lint, review=review, embedder=embedder)
-        steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-            (STRUCTURE, layers.structure),
-            (GROUNDING, layers.grounding),
-            (SEMANTIC, layers.semantic),
-            (CONFIRM, layers.confirm),
-            (QUEUE, layers.queue),
-        ]
-        for name, layer in steps:
-            if name in selected:
-                started = time.monotonic()
-                shown = as_metadata(layer())
-                seconds = {"duration_s": round(time.monotonic() - started, 3)}
-                yield dg.MaterializeResult(
-                    asset_key=name, metadata={"lint_run_id": layers.run_id, **shown, **seconds}
-                )
-            if name == CONFIRM and context.selected_asset_check_keys:
-                yield layers.confirmed()
+        layers = LintTrack(
+            opened,
+            track_run_id(context, "lint"),
+            judge=lambda: llm.build(cache=StoreJudgeCache(opened)),
+            embedder=embedder.build,
+            policy=review.policy,
+            similarity=lint.similarity,
+            pairs_per_100=lint.pairs_per_100,
+            warn=context.log.warning,
+        )
+        yield from materialize_stages(
+            context, layers.stages(), checks_after={CONFIRM: layers.checks()}
+        )
 
 
 lint_job = dg.define_asset_job(

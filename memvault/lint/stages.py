@@ -1,0 +1,154 @@
+"""The lint as a track: four layers, cheapest first, then the review queue, and one check.
+
+Every layer of one lint shares its run (a ``runs`` row of kind ``lint``, begun or continued
+when the track is made), so a lint re-executed from a failed layer continues the same lint;
+a layer that raises marks the run failed until it is continued, and the review queue, the
+last stage, finishes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from memvault.embed import Embedder
+from memvault.judge.base import Judge
+from memvault.lint.confirm import unconfirmed_changes
+from memvault.lint.run import (
+    begin_lint,
+    run_confirm,
+    run_grounding,
+    run_semantic,
+    run_structure,
+    tend_queue,
+)
+from memvault.review.calibration import calibrate
+from memvault.review.policy import ReviewPolicy
+from memvault.review.queue import summarize_queue
+from memvault.stage import Figures, Stage, Verdict, judge_figures
+from memvault.store import Store
+
+STRUCTURE, GROUNDING, SEMANTIC, CONFIRM, QUEUE = (
+    "lint_structure",
+    "lint_grounding",
+    "lint_semantic",
+    "lint_confirm",
+    "review_queue",
+)
+
+
+class LintTrack:
+    """One lint's layers on one open store; ``judge`` builds a fresh judge for a layer that
+    asks one (its figures are that layer's), ``warn`` hears what a person should know."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        *,
+        judge: Callable[[], Judge],
+        embedder: Callable[[], Embedder],
+        policy: Callable[[], ReviewPolicy],
+        similarity: float,
+        pairs_per_100: int,
+        warn: Callable[[str], None] = print,
+    ) -> None:
+        self.store, self.run_id = store, run_id
+        self.judge, self.embedder, self.policy, self.warn = judge, embedder, policy, warn
+        self.similarity, self.pairs_per_100 = similarity, pairs_per_100
+        self.since = begin_lint(store, run_id)
+
+    def stages(self) -> list[Stage]:
+        return [
+            Stage(STRUCTURE, self._failing(self.structure), ("lint_findings",)),
+            Stage(GROUNDING, self._failing(self.grounding), ("lint_findings", "review_queue")),
+            Stage(SEMANTIC, self._failing(self.semantic), ("lint_findings",)),
+            Stage(CONFIRM, self._failing(self.confirm), ("triples", "review_queue")),
+            Stage(QUEUE, self._failing(self.queue), ("review_queue",)),
+        ]
+
+    def checks(self) -> dict[str, Callable[[], Verdict]]:
+        """The check after the confirmation layer, by name."""
+        return {"judged_changes_confirmed": self.confirmed}
+
+    def _failing(self, layer: Callable[[], dict[str, Any]]) -> Callable[[], Figures]:
+        """A layer that marks the lint failed when it raises (a retry or a re-execution
+        continues it), its figures after the lint's run id."""
+
+        def run() -> Figures:
+            try:
+                figures = layer()
+            except BaseException as exc:
+                self.store.finish_run(self.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+                raise
+            return Figures({"lint_run_id": self.run_id, **figures})
+
+        return run
+
+    def structure(self) -> dict[str, Any]:
+        report = run_structure(self.store, self.run_id)
+        since: Any = self.since or "the first lint: every fact"
+        return {"new_facts_since": since, **report.metadata()}
+
+    def grounding(self) -> dict[str, Any]:
+        report, intake = run_grounding(self.store, self.run_id, self.policy())
+        return {
+            **report.metadata(),
+            "archive_proposals": report.proposed,
+            "archived_by_rules": intake.applied,
+            "archive_queued": intake.queued,
+        }
+
+    def semantic(self) -> dict[str, Any]:
+        judge = self.judge()
+        result = run_semantic(
+            self.store,
+            judge,
+            self.embedder(),
+            self.run_id,
+            self.since,
+            threshold=self.similarity,
+            pairs_per_100=self.pairs_per_100,
+        )
+        for note in result.report.notes:
+            self.warn(note)
+        return {**result.metadata(), **result.report.metadata(), **judge_figures(judge)}
+
+    def confirm(self) -> dict[str, Any]:
+        judge = self.judge()
+        report, applied = run_confirm(self.store, judge, self.run_id, self.policy())
+        for note in report.notes:
+            self.warn(f"second judgment failed, queued for review: {note}")
+        return {
+            "proposed": report.proposed,
+            "auto_applied": report.auto_applied,
+            "queued_for_review": report.queued,
+            **report.refused,
+            "second_judgment": "escalation model" if judge.can_escalate else "confirm prompt",
+            **judge_figures(judge),
+            "actions": [{"action": a, "count": n} for a, n in applied.items()],
+        }
+
+    def queue(self) -> dict[str, Any]:
+        policy = self.policy()
+        tending = tend_queue(self.store, self.run_id, policy)
+        figures = {
+            **summarize_queue(self.store).metadata(),
+            **tending.metadata(),
+            **calibrate(self.store, policy).metadata(policy),
+        }
+        self.store.finish_run(self.run_id, "succeeded")
+        if tending.expired:
+            self.warn(
+                f"{len(tending.expired)} review items passed their deadline: not applied, still "
+                "waiting (`memvault review list`)"
+            )
+        return figures
+
+    def confirmed(self) -> Verdict:
+        """Nothing changed on one judgment."""
+        offending = unconfirmed_changes(self.store)
+        return Verdict(
+            offending.is_empty(),
+            {"unconfirmed_changes": offending.height, "sample": offending.head(20).to_dicts()},
+        )
