@@ -1,7 +1,6 @@
 """The collector track: new sessions in, vectors for what came in."""
 
 import datetime as dt
-import time
 
 import dagster as dg
 
@@ -18,6 +17,7 @@ from assets.common import (
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.references import dangling_counts
+from memvault.stage import Timer
 from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
 from memvault.vectors import embed_missing
@@ -55,7 +55,7 @@ def collected_sessions(
     sources: CollectorSourcesResource,
     llm: JudgeResource,
 ) -> dg.MaterializeResult:
-    started = time.monotonic()
+    timer = Timer()
     with retried_on_llm_trouble(), store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))
         report = collect(
@@ -71,7 +71,7 @@ def collected_sessions(
         context.log.error(f"not ingested: {error}")
     for warning in report.warnings:
         context.log.warning(warning)
-    seconds = {"duration_s": round(time.monotonic() - started, 3)}
+    seconds = {"duration_s": timer.seconds}
     return dg.MaterializeResult(
         check_results=[checked],
         # The dream sensor reads sessions_total (never the store file).
@@ -112,7 +112,7 @@ def _references_resolve(store: Store) -> dg.AssetCheckResult:
 def memory_embeddings(
     context: dg.AssetExecutionContext, store: StoreResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    started = time.monotonic()
+    timer = Timer()
     model = embedder.build()
     with store.open() as opened:
         report = embed_missing(
@@ -128,7 +128,7 @@ def memory_embeddings(
             "embedded_entities": report.embedded.get("entity", 0),
             "vectors_blocks": report.total.get("block", 0),
             "vectors_entities": report.total.get("entity", 0),
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": timer.seconds,
         }
     )
 

@@ -8,18 +8,17 @@ nothing.
 """
 
 import datetime as dt
-import time
-from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from assets.common import OWNERS, STORE_POOL, after, kinds, md_table, timestamp
+from assets.stage_adapter import step_run
 from memvault.attitudes import REVIEW_KIND, binding, decay_attitudes
 from memvault.normalize import to_utc_naive, utcnow
 from memvault.review import list_items
 from memvault.skills import LEVEL_LABELS, decay_skills, skill_table
-from memvault.store import Store
+from memvault.stage import Timer
 from resources import LayersResource, StoreResource
 
 LAYERS_GROUP = "layers"
@@ -34,14 +33,6 @@ class LayersConfig(dg.Config):
 
     def now(self) -> dt.datetime:
         return to_utc_naive(dt.datetime.fromisoformat(self.as_of)) if self.as_of else utcnow()
-
-
-def _in_run(store: Store, kind: str, context: dg.AssetExecutionContext, work: Any) -> Any:
-    run_id = store.begin_run(kind, {"dagster_run_id": context.run.run_id})
-    with store.failing_run(run_id):
-        report = work(run_id)
-    store.finish_run(run_id, "succeeded", report.as_dict())
-    return report, run_id
 
 
 @dg.asset(
@@ -62,12 +53,11 @@ def attitude_decay(
     store: StoreResource,
     layers: LayersResource,
 ) -> dg.MaterializeResult:
-    started, now, settings = time.monotonic(), config.now(), layers.decay()
+    timer, now, settings = Timer(), config.now(), layers.decay()
     with store.open() as opened:
-        report, run_id = _in_run(
-            opened, "attitude_decay", context,
-            lambda run: decay_attitudes(opened, now, run, settings),
-        )  # fmt: skip
+        with step_run(context, opened, "attitude_decay") as run:
+            report = decay_attitudes(opened, now, run.id, settings)
+            run.stats = report.as_dict()
         stopped = report.stopped_rows(binding(opened, now, settings))
         waiting = len(list_items(opened, kinds=[REVIEW_KIND]))
     return dg.MaterializeResult(
@@ -80,8 +70,8 @@ def attitude_decay(
             "decay_per_day": settings.decay_per_day,
             "binding_threshold": settings.binding_threshold,
             "aged_to": timestamp(now),
-            "run_id": run_id,
-            "duration_s": round(time.monotonic() - started, 3),
+            "run_id": run.id,
+            "duration_s": timer.seconds,
             "stopped_binding": md_table(stopped),
         }
     )
@@ -104,12 +94,11 @@ def skill_levels(
     store: StoreResource,
     layers: LayersResource,
 ) -> dg.MaterializeResult:
-    started, now = time.monotonic(), config.now()
+    timer, now = Timer(), config.now()
     with store.open() as opened:
-        report, run_id = _in_run(
-            opened, "skill_levels", context,
-            lambda run: decay_skills(opened, now, run, layers.skill_half_life_days),
-        )  # fmt: skip
+        with step_run(context, opened, "skill_levels") as run:
+            report = decay_skills(opened, now, run.id, layers.skill_half_life_days)
+            run.stats = report.as_dict()
         table = skill_table(opened)
     shown = [
         {
@@ -128,8 +117,8 @@ def skill_levels(
             **report.as_dict(),
             "half_life_days": layers.skill_half_life_days,
             "aged_to": timestamp(now),
-            "run_id": run_id,
-            "duration_s": round(time.monotonic() - started, 3),
+            "run_id": run.id,
+            "duration_s": timer.seconds,
             "level_changes": md_table(moved[:30]),
             "skills": md_table(shown),
         }

@@ -6,8 +6,6 @@ frozen), writing digests for the blocks that go cold or frozen. Nothing here rew
 ``importance``: use is honoured by dividing the age, not by changing the data.
 """
 
-import time
-
 import dagster as dg
 
 from assets.common import (
@@ -35,6 +33,7 @@ from memvault.lifecycle.tiering import digest_violations, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
 from memvault.recall import Recaller
+from memvault.stage import Timer
 from memvault.store import Store
 from resources import EmbedderResource, JudgeResource, StoreResource, TieringResource
 
@@ -56,7 +55,7 @@ GROUP = "lifecycle"
     "recalls that returned it. Reads only; importance is never rewritten with these.",
 )
 def usage_weights(store: StoreResource) -> dg.MaterializeResult:
-    started = time.monotonic()
+    timer = Timer()
     with store.open() as opened:
         summary = weights_summary(block_weights(opened, utcnow()))
     histogram = summary.pop("multiplier_histogram")
@@ -64,7 +63,7 @@ def usage_weights(store: StoreResource) -> dg.MaterializeResult:
         metadata={
             **summary,
             "multiplier_distribution": md_table(histogram, ("access multiplier", "blocks")),
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": timer.seconds,
         }
     )
 

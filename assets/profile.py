@@ -10,10 +10,9 @@ Re-materializing a day rewrites the same rows: unchanged rows are left alone.
 """
 
 import datetime as dt
-import time
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -34,6 +33,7 @@ from assets.common import (
     retried_on_llm_trouble,
     with_upstream,
 )
+from assets.stage_adapter import step_run
 from memvault import clock
 from memvault.grounded_text import REASONS as REFUSALS
 from memvault.judge.store_cache import StoreJudgeCache
@@ -44,6 +44,7 @@ from memvault.profile.gaps import refresh_gaps
 from memvault.profile.interest import WINDOWS, write_interest
 from memvault.profile.snapshot import read_snapshots
 from memvault.profile.write import Written
+from memvault.stage import RunRow, Timer
 from memvault.store import Store
 from resources import JudgeResource, StoreResource
 
@@ -89,24 +90,19 @@ def partition_days(context: dg.AssetExecutionContext) -> list[dt.date]:
     return [dt.date.fromisoformat(day_of(key)) for key in context.partition_keys]
 
 
-@contextmanager
 def _profile_run(
     context: dg.AssetExecutionContext, store: Store, asset: str, days: list[dt.date]
-) -> Iterator[str]:
+) -> AbstractContextManager[RunRow]:
     """A row in the store's ``runs`` for this asset's batch (so `memvault runs` lists it and
     `memvault undo` takes its id), failed with the error when the asset fails."""
-    run_id = store.begin_run(
+    return step_run(
+        context,
+        store,
         asset,
-        {
-            "dagster_run_id": context.run.run_id,
-            "first_day": str(days[0]),
-            "last_day": str(days[-1]),
-        },
         run_id=f"{asset}-{context.run.run_id[:8]}",
+        first_day=str(days[0]),
+        last_day=str(days[-1]),
     )
-    with store.failing_run(run_id):
-        yield run_id
-    store.finish_run(run_id, "succeeded")
 
 
 def _each_day(
@@ -126,13 +122,13 @@ def _each_day(
         context.add_asset_metadata(day_figures, partition_key=keys[day.isoformat()])
 
 
-def _batch(days: list[dt.date], run_id: str, started: float, **extra: Any) -> dict[str, Any]:
+def _batch(days: list[dt.date], run_id: str, timer: Timer, **extra: Any) -> dict[str, Any]:
     """What the whole run of a batch of days did (the same on each of its days)."""
     return {
         "profile_run_id": run_id,
         "batch": f"{days[0].isoformat()} .. {days[-1].isoformat()} ({len(days)} days)",
         **extra,
-        "batch_duration_s": round(time.monotonic() - started, 3),
+        "batch_duration_s": timer.seconds,
     }
 
 
@@ -174,17 +170,17 @@ SNAPSHOT = dg.AssetSpec(
 def daily_snapshot(
     context: dg.AssetExecutionContext, store: StoreResource
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    days, started = partition_days(context), time.monotonic()
+    days, timer = partition_days(context), Timer()
     with store.open() as opened, _profile_run(context, opened, "daily_snapshot", days) as run:
         rows = compute_snapshots(opened, days, SETTINGS)
-        written = write_snapshots(opened, rows, run)
+        written = write_snapshots(opened, rows, run.id)
         checked = (
             expectations_result(opened, "profile_daily", "daily_snapshot")
             if context.selected_asset_check_keys
             else None
         )
     _each_day(context, days, rows, snapshot_figures, written)
-    yield dg.MaterializeResult(asset_key="daily_snapshot", metadata=_batch(days, run, started))
+    yield dg.MaterializeResult(asset_key="daily_snapshot", metadata=_batch(days, run.id, timer))
     if checked is not None:
         yield from check_each_partition(context, checked)
 
@@ -213,11 +209,11 @@ def _interest_asset(window: int) -> dg.AssetsDefinition:
         "had one.",
     )
     def _interest(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-        days, started = partition_days(context), time.monotonic()
+        days, timer = partition_days(context), Timer()
         with store.open() as opened, _profile_run(context, opened, name, days) as run:
-            rows, written = write_interest(opened, days, window, SETTINGS, run)
+            rows, written = write_interest(opened, days, window, SETTINGS, run.id)
         _each_day(context, days, rows, interest_figures, written)
-        return dg.MaterializeResult(metadata=_batch(days, run, started))
+        return dg.MaterializeResult(metadata=_batch(days, run.id, timer))
 
     return _interest
 
@@ -244,7 +240,7 @@ interest_7d, interest_30d, interest_90d = (_interest_asset(w) for w in WINDOWS)
 def diary_page(
     context: dg.AssetExecutionContext, store: StoreResource, llm: JudgeResource
 ) -> dg.MaterializeResult:
-    days, started = partition_days(context), time.monotonic()
+    days, timer = partition_days(context), Timer()
     with retried_on_llm_trouble(), store.open() as opened:
         snapshots = read_snapshots(opened, days[0], days[-1])
         missing = sorted(set(days) - set(snapshots["day"].to_list())) if snapshots.height else days
@@ -256,14 +252,14 @@ def diary_page(
             )
         judge = llm.build(cache=StoreJudgeCache(opened))
         with _profile_run(context, opened, "diary_page", days) as run:
-            result = write_diary(opened, snapshots, judge, run)
+            result = write_diary(opened, snapshots, judge, run.id)
     for failure in result.failures:
         context.log.warning(f"diary judge failed, template page written: {failure}")
     _each_day(context, days, result.pages, diary_figures, result.written)
     kinds_ = {f"pages_{k}": n for k, n in result.kinds.items()}
     kinds_ |= {f"pages_refused_{r}": result.refused.get(r, 0) for r in REFUSALS}
     return dg.MaterializeResult(
-        metadata=_batch(days, run, started, **kinds_, **judge_metadata(judge))
+        metadata=_batch(days, run.id, timer, **kinds_, **judge_metadata(judge))
     )
 
 
@@ -281,11 +277,10 @@ def diary_page(
     "is never filled in: it is marked answered, and kept, when the data answers it.",
 )
 def knowledge_gaps(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-    started = time.monotonic()
-    with store.open() as opened:
-        run_id = opened.begin_run("gaps", {"dagster_run_id": context.run.run_id})
-        report = refresh_gaps(opened, run_id)
-        opened.finish_run(run_id, "succeeded", report.as_dict())
+    timer = Timer()
+    with store.open() as opened, step_run(context, opened, "gaps") as run:
+        report = refresh_gaps(opened, run.id)
+        run.stats = report.as_dict()
     open_rows = [r for r in report.rows if r["status"] == "open"]
     return dg.MaterializeResult(
         metadata={
@@ -295,7 +290,7 @@ def knowledge_gaps(context: dg.AssetExecutionContext, store: StoreResource) -> d
             "open_recall": report.open_by_kind.get("recall", 0),
             "open_structural": report.open_by_kind.get("structural", 0),
             "answered_total": report.answered_total,
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": timer.seconds,
             "open_gaps": md_table(
                 [
                     {

@@ -5,13 +5,12 @@ when its question (intent and entities) was predicted; the asset predicts the
 next questions, searches them ahead of time, and reports how often that paid.
 """
 
-import time
-
 import dagster as dg
 
 from assets.common import OWNERS, STORE_POOL, kinds, md_table
 from memvault.recall import Recaller
 from memvault.recall.prefetch import run_prefetch, settings_from_env
+from memvault.stage import Timer
 from resources import EmbedderResource, StoreResource
 
 READ_PATH_GROUP = "read_path"
@@ -32,7 +31,7 @@ READ_PATH_GROUP = "read_path"
 def prefetch_cache(
     context: dg.AssetExecutionContext, store: StoreResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
-    started = time.monotonic()
+    timer = Timer()
     settings = settings_from_env()
     recaller = Recaller(embedder.build())
     with store.open() as opened:
@@ -59,7 +58,7 @@ def prefetch_cache(
             "hit_rate_24h": md_table(rate),
             "index_build_s": round(index.built_seconds, 3) if index else 0.0,
             "run_id": report.run_id,
-            "duration_s": round(time.monotonic() - started, 3),
+            "duration_s": timer.seconds,
         }
     )
 
