@@ -38,6 +38,7 @@ from memvault.recall.currency import STALE_FACTOR
 from memvault.recall.entities import EntityMatcher
 from memvault.recall.result import RecallHit
 from memvault.recall.text import words
+from memvault.text_tokens import folded_words
 
 #: How far above the best other memory the current one of a slot is lifted.
 MARGIN = 1e-3
@@ -102,7 +103,6 @@ _NOT_NAMES = frozenset(
 #: A speaker's name before the text ("Ada: I moved ..."): who said it, not what it says.
 _SPEAKER = re.compile(r"^\s*[\w .'-]{1,40}:\s")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-_WORDS = re.compile(r"[\w']+")
 _FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "we", "we're", "we've", "our", "us"})
 _ROLE_STOP = frozenset({"lot", "bit", "few", "good", "great", "new", "big", "little", "while", "week", "day", "year", "month", "time"})  # fmt: skip
 
@@ -144,7 +144,7 @@ class Slot:
             body = text[said.end() :]  # said by the subject: its name is no statement
         found = None
         for sentence in _SENTENCE_END.split(body):
-            folded = set(_WORDS.findall(sentence.casefold()))
+            folded = set(folded_words(sentence))
             if folded & _FIRST_PERSON or folded & set(subject_words):
                 found = self.read(sentence) or found
         return found
