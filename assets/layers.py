@@ -14,10 +14,10 @@ from pydantic import Field
 
 from assets.common import OWNERS, STORE_POOL, after, kinds, md_table, timestamp
 from assets.stage_adapter import step_run
-from memvault.attitudes import REVIEW_KIND, binding, decay_attitudes
+from memvault.layers.attitudes import REVIEW_KIND, binding, decay_attitudes
+from memvault.layers.skills import LEVEL_LABELS, decay_skills, skill_table
 from memvault.normalize import to_utc_naive, utcnow
 from memvault.review import list_items
-from memvault.skills import LEVEL_LABELS, decay_skills, skill_table
 from memvault.stage import Timer
 from resources import LayersResource, StoreResource
 

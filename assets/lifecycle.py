@@ -35,7 +35,7 @@ from memvault.normalize import utcnow
 from memvault.recall import Recaller
 from memvault.stage import Timer
 from memvault.store import Store
-from resources import EmbedderResource, JudgeResource, StoreResource, TieringResource
+from resources import EmbedderResource, JudgeResource, LifecycleResource, StoreResource
 
 GROUP = "lifecycle"
 
@@ -109,7 +109,7 @@ FINDABLE = dg.AssetCheckSpec(
     "nothing and asks nothing.",
 )
 def tiering(
-    store: StoreResource, llm: JudgeResource, tiers: TieringResource, embedder: EmbedderResource
+    store: StoreResource, llm: JudgeResource, tiers: LifecycleResource, embedder: EmbedderResource
 ) -> dg.MaterializeResult:
     with retried_on_llm_trouble(), store.open() as opened:
         judge = llm.build(cache=StoreJudgeCache(opened))

@@ -1,6 +1,6 @@
-"""The read path's background half: the prefetch cache, refreshed every hour.
+"""Recall's background half: the prefetch cache, refreshed every hour.
 
-The foreground read path (``memvault.recall``) serves a recall from this cache
+The foreground recall (``memvault.recall``) serves a recall from this cache
 when its question (intent and entities) was predicted; the asset predicts the
 next questions, searches them ahead of time, and reports how often that paid.
 """
@@ -13,11 +13,11 @@ from memvault.recall.prefetch import run_prefetch, settings_from_env
 from memvault.stage import Timer
 from resources import EmbedderResource, StoreResource
 
-READ_PATH_GROUP = "read_path"
+RECALL_GROUP = "recall"
 
 
 @dg.asset(
-    group_name=READ_PATH_GROUP,
+    group_name=RECALL_GROUP,
     deps=[dg.AssetKey("memory_embeddings")],
     kinds=kinds("polars", "numpy"),
     owners=OWNERS,

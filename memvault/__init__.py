@@ -15,13 +15,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memvault import attitudes, skills
+    from memvault.layers import attitudes, skills
     from memvault.recall import FeedbackReport, RecallResult
     from memvault.store import Store
 
 __version__ = "0.1.0"
 
-_LAZY = {"attitudes": "memvault.attitudes", "skills": "memvault.skills"}
+_LAZY = {"attitudes": "memvault.layers.attitudes", "skills": "memvault.layers.skills"}
 
 
 def __getattr__(name: str) -> Any:

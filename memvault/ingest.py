@@ -24,10 +24,10 @@ from pydantic import ValidationError
 from memvault.errors import IngestError, LineProblem, MemvaultError
 from memvault.ingest_staging import LINE, Staging, bounded_cache
 from memvault.interchange import MAPPINGS, records_to_frame
+from memvault.layers.skills import recompute_skills
 from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcnow
 from memvault.orphans import revive
 from memvault.records import RECORD_ADAPTER, RECORD_TYPES, BlockRecord, Record
-from memvault.skills import recompute_skills
 from memvault.store import Mutation, Store
 from memvault.testing_hooks import pause_point
 

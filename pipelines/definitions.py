@@ -6,7 +6,7 @@ import functools
 
 import dagster as dg
 
-from assets import collector, dream, gardener, layers, lifecycle, lint, profile, read_path
+from assets import collector, dream, gardener, layers, lifecycle, lint, profile, recall
 from memvault.owners import multi_owner
 from pipelines.owners import owner_definitions
 from resources import (
@@ -16,15 +16,15 @@ from resources import (
     GardenerResource,
     JudgeResource,
     LayersResource,
+    LifecycleResource,
     LintResource,
     ReviewResource,
     StoreResource,
-    TieringResource,
 )
 
 #: One module (or folder) per track under ``assets/``: its assets, checks, jobs, schedules,
 #: sensors and partitions together.
-TRACKS = [collector, dream, gardener, lint, profile, layers, lifecycle, read_path]
+TRACKS = [collector, dream, gardener, lint, profile, layers, lifecycle, recall]
 
 #: The tracks follow each other by their assets' automation conditions (the gardener after
 #: the collector, the lint after the gardener, tiering after the dream, ...), evaluated by this
@@ -50,7 +50,7 @@ def build_resources() -> dict[str, dg.ConfigurableResource]:
         "gardener": GardenerResource(),
         "review": ReviewResource(),
         "lint": LintResource(),
-        "tiers": TieringResource(),
+        "tiers": LifecycleResource(),
         "layers": LayersResource(),
     }
 

@@ -5,10 +5,11 @@ from resources.dream import DreamResource
 from resources.embedder import EmbedderResource
 from resources.gardener import GardenerResource
 from resources.layers import LayersResource
+from resources.lifecycle import LifecycleResource
+from resources.lint import LintResource
 from resources.llm import JudgeResource
-from resources.review import LintResource, ReviewResource
+from resources.review import ReviewResource
 from resources.store import StoreResource
-from resources.tiering import TieringResource
 
 __all__ = [
     "CollectorSourcesResource",
@@ -17,8 +18,8 @@ __all__ = [
     "GardenerResource",
     "JudgeResource",
     "LayersResource",
+    "LifecycleResource",
     "LintResource",
     "ReviewResource",
     "StoreResource",
-    "TieringResource",
 ]

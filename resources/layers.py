@@ -5,8 +5,8 @@ from __future__ import annotations
 import dagster as dg
 from pydantic import Field
 
-from memvault.attitudes import DecaySettings
-from memvault.skills import half_life_days
+from memvault.layers.attitudes import DecaySettings
+from memvault.layers.skills import half_life_days
 
 
 class LayersResource(dg.ConfigurableResource):

@@ -1,4 +1,4 @@
-"""Tiering settings as a Dagster resource: the effective-age thresholds of the tiers."""
+"""The lifecycle's settings as a Dagster resource: the effective-age thresholds of the tiers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def _default(name: str) -> float:
     return float(getattr(TierConfig.from_env(), name))
 
 
-class TieringResource(dg.ConfigurableResource):
+class LifecycleResource(dg.ConfigurableResource):
     """Thresholds in days of effective age (age ÷ what recalls and feedback earned the block):
     hot below ``hot_days``, warm below ``warm_days``, cold below ``cold_days``, frozen beyond."""
 

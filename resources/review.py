@@ -1,11 +1,10 @@
-"""The review rules and the lint's knobs as Dagster resources (the launchpad can change them)."""
+"""The review rules as a Dagster resource (the launchpad can change them)."""
 
 from __future__ import annotations
 
 import dagster as dg
 from pydantic import Field
 
-from memvault.lint.run import run_semantic
 from memvault.review.policy import ReviewPolicy
 from resources.settings import setting
 
@@ -37,19 +36,3 @@ class ReviewResource(dg.ConfigurableResource):
             streak_to_relax=self.streak_to_relax,
             relax_step=self.relax_step,
         )
-
-
-class LintResource(dg.ConfigurableResource):
-    """How much of the store the semantic layer looks at (the embedder is the shared one);
-    the defaults are the semantic layer's own."""
-
-    similarity: float = setting(
-        run_semantic,
-        "threshold",
-        description="Two facts of one subject at least this similar are compared",
-    )
-    pairs_per_100: int = setting(
-        run_semantic,
-        "pairs_per_100",
-        description="Fact pairs the judge is asked about per 100 new facts",
-    )

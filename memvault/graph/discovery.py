@@ -48,6 +48,8 @@ from memvault.temporal.facts import IS_CURRENT
 
 PHASE = "dream_signal"
 INBOX_PHASE = "inbox"
+#: The kinds of discovery, as stored in ``discovery_inbox.kind``. ``knowledge_gap`` there is
+#: a missing fact (:func:`_missing_facts`), not a row of the table ``knowledge_gap``.
 KINDS: tuple[str, ...] = ("cross_community", "indirect_strong", "knowledge_gap")
 
 _CONNECTED_SQL = """
@@ -333,12 +335,16 @@ def _phrase(predicate: str, descriptions: dict[str, str]) -> str:
     return f"'{predicate}' fact"
 
 
-def _knowledge_gaps(
+def _missing_facts(
     members: pl.DataFrame,
     facts: pl.DataFrame,
     config: DiscoveryConfig,
     descriptions: dict[str, str],
 ) -> list[Discovery]:
+    """Discoveries of kind ``knowledge_gap``: a fact most of an entity's peers hold and it
+    does not. (Not the table ``knowledge_gap``, the questions the memory could not answer,
+    which the profile keeps: :mod:`memvault.profile.gaps`; the kind's name is stored in the
+    inbox, so it stays.)"""
     if config.gap_top_k == 0 or members.is_empty() or facts.is_empty():
         return []
     group = ["community", "entity_type"]
@@ -450,7 +456,7 @@ def discover(
     members = membership.select("entity_id", "community").join(entities, on="entity_id")
     facts = store.fetch_df(_CURRENT_FACTS_SQL).cast(pl.Utf8)
     descriptions = {p.name: p.description for p in Grounding.load().predicates.values()}
-    found += _knowledge_gaps(members, facts, settings, descriptions)
+    found += _missing_facts(members, facts, settings, descriptions)
     report.seconds["knowledge_gap"] = round(time.perf_counter() - started, 4)
 
     for d in found:

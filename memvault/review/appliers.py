@@ -134,7 +134,7 @@ def apply_memory(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) 
 def apply_attitude(store: Store, m: Mutation, item: ReviewItem, verdict: Verdict) -> str:
     if verdict == "wrong":
         return "kept the current preference"
-    from memvault.attitudes import apply_approved
+    from memvault.layers.attitudes import apply_approved
 
     return apply_approved(store, m, item.proposal)
 

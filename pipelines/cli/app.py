@@ -461,7 +461,7 @@ import pipelines.cli.lifecycle  # noqa: E402
 import pipelines.cli.profile  # noqa: E402
 import pipelines.cli.recall  # noqa: E402
 import pipelines.cli.serve  # noqa: E402, F401
-from pipelines.cli.garden import garden_app  # noqa: E402
+from pipelines.cli.gardener import garden_app  # noqa: E402
 from pipelines.cli.layers import attitudes_app, skills_app  # noqa: E402
 from pipelines.cli.owners import owners_app  # noqa: E402
 from pipelines.cli.review import review_app  # noqa: E402

@@ -193,8 +193,8 @@ def lifecycle_findings(url: str, truth: GroundTruth) -> dict[str, Any]:
     recall of the owner's employer (with the verdict the history's truth gives it), the tiers,
     the early memory kept close by use against its untouched twin, preferences that stopped
     binding, skills by level, the discoveries waiting in the inbox and the prefetched queries."""
-    from memvault.attitudes import binding
-    from memvault.skills import skill_table
+    from memvault.layers.attitudes import binding
+    from memvault.layers.skills import skill_table
 
     with memvault.open(url) as store:
         asked = memvault.recall(store, f"where does {truth.owner_name.split()[0]} work")

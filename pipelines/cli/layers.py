@@ -61,7 +61,7 @@ def attitudes(
 def _list_attitudes(store: str | None, all_versions: bool, as_json: bool) -> None:
     import json
 
-    from memvault.attitudes import REVIEW_KIND, DecaySettings, binding
+    from memvault.layers.attitudes import REVIEW_KIND, DecaySettings, binding
     from memvault.normalize import utcnow
     from memvault.review import list_items
 
@@ -162,7 +162,7 @@ def _set(category: str, statement: str, confidence: float, sessions: list[str],
          topic: str | None, store: str | None, as_json: bool) -> None:  # fmt: skip
     from dataclasses import asdict
 
-    from memvault.attitudes import upsert
+    from memvault.layers.attitudes import upsert
 
     with opened(store) as handle:
         result = upsert(handle, category, statement, confidence, sessions, topic=topic)
@@ -192,7 +192,7 @@ def skills(ctx: typer.Context, store: StoreOpt = None, as_json: JsonOpt = False)
 
 
 def _list_skills(store: str | None, as_json: bool) -> None:
-    from memvault.skills import skill_table
+    from memvault.layers.skills import skill_table
 
     with opened(store) as handle:
         frame = skill_table(handle)
@@ -245,7 +245,7 @@ def _use(name: str, proficiency: float, session: str | None, note: str | None,
          store: str | None, as_json: bool) -> None:  # fmt: skip
     from dataclasses import asdict
 
-    from memvault.skills import LEVEL_LABELS, record_use
+    from memvault.layers.skills import LEVEL_LABELS, record_use
 
     with opened(store) as handle:
         result = record_use(handle, name, proficiency, note, session_id=session)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import memvault
 from memvault.gardener.outcome import PREFIX, parse_outcome_line
 from memvault.gardener.report import parse_report
-from pipelines.cli.garden import garden_app
+from pipelines.cli.gardener import garden_app
 from tests.garden_support import demo_file, seed
 
 runner = CliRunner()

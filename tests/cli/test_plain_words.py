@@ -102,7 +102,7 @@ def _ids(url: str, review: str) -> dict[str, str]:
 def plain_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """One generated store (12 sessions) with a preference queued for review: its folder,
     URL and the review's id."""
-    from memvault.attitudes import upsert
+    from memvault.layers.attitudes import upsert
 
     folder = tmp_path_factory.mktemp("plain_words")
     url = f"duckdb://{folder / 'small.duckdb'}"

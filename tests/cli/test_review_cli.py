@@ -88,8 +88,8 @@ def test_show_json_carries_the_memories(kinds: tuple[str, Kinds]) -> None:
 def test_show_other_kinds_side_by_side(kinds: tuple[str, Kinds]) -> None:
     """A garden invalidation (the retired fact and the newer one), a split (the block now and
     what is left of it, then the pieces) and a replaced preference (current and proposed)."""
-    from memvault.attitudes import upsert
     from memvault.gardener.ledger import Ledger
+    from memvault.layers.attitudes import upsert
 
     url, _ = kinds
     with memvault.open(url) as store:

@@ -113,8 +113,8 @@ def test_every_command_has_a_case() -> None:
 def small_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A small DuckDB store (the small history plus one preference waiting for review), and
     the ids the commands take."""
-    from memvault.attitudes import upsert
     from memvault.ingest import ingest_file
+    from memvault.layers.attitudes import upsert
 
     path = tmp_path_factory.mktemp("template") / "small.duckdb"
     with memvault.open(f"duckdb://{path}") as store:

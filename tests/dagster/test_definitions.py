@@ -45,7 +45,7 @@ EXPECTED_GRAPH = {
     "tiering": {"group": "lifecycle", "deps": {"usage_weights"}},
     "attitude_decay": {"group": "layers", "deps": {"collected_sessions"}},
     "skill_levels": {"group": "layers", "deps": {"collected_sessions"}},
-    "prefetch_cache": {"group": "read_path", "deps": {"memory_embeddings"}},
+    "prefetch_cache": {"group": "recall", "deps": {"memory_embeddings"}},
 }
 
 

@@ -12,7 +12,7 @@ import memvault
 from assets import lifecycle
 from memvault.judge import ScriptedJudge
 from memvault.normalize import utcnow
-from resources import EmbedderResource, JudgeResource, StoreResource, TieringResource
+from resources import EmbedderResource, JudgeResource, LifecycleResource, StoreResource
 from tests.lifecycle_support import add_blocks, add_boost, add_recalls
 
 LIFECYCLE_ASSETS = [lifecycle.usage_weights, lifecycle.tiering]
@@ -51,7 +51,7 @@ def _materialize(url: str) -> dict[str, dict[str, Any]]:
         resources={
             "store": StoreResource(url=url),
             "llm": ScriptedJudgeResource(),
-            "tiers": TieringResource(hot_days=7, warm_days=30, cold_days=90),
+            "tiers": LifecycleResource(hot_days=7, warm_days=30, cold_days=90),
             "embedder": EmbedderResource(spec="hashing"),
         },
     )

@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 import memvault
-from assets.read_path import prefetch_cache
+from assets.recall import prefetch_cache
 from memvault.normalize import utcnow
 from resources import EmbedderResource, StoreResource
 from tests.helpers import asset_metadata

@@ -13,7 +13,7 @@ from memvault.gardener.state import GardenConfig
 from memvault.lifecycle.tiering import TierConfig
 from memvault.review.policy import ReviewPolicy
 from memvault.temporal import ConflictConfig
-from resources import DreamResource, GardenerResource, ReviewResource, TieringResource
+from resources import DreamResource, GardenerResource, LifecycleResource, ReviewResource
 
 
 def test_a_resource_at_its_defaults_runs_with_the_cores_defaults(
@@ -29,7 +29,7 @@ def test_a_resource_at_its_defaults_runs_with_the_cores_defaults(
     assert {k: garden[k] for k in ("mode", "max_mutations", "max_judgments")} == {
         k: getattr(GardenConfig(), k) for k in ("mode", "max_mutations", "max_judgments")
     }
-    tiers, core = TieringResource().config(), TierConfig()
+    tiers, core = LifecycleResource().config(), TierConfig()
     assert (tiers.batch_size, tiers.blocks_per_call) == (core.batch_size, core.blocks_per_call)
 
 
@@ -45,7 +45,7 @@ def test_the_dream_gate_follows_the_environment(monkeypatch: pytest.MonkeyPatch)
         lambda: DreamResource(confidence_threshold=1.5),
         lambda: DreamResource(conflict_batch_size=0),
         lambda: ReviewResource(auto_confidence=-0.1),
-        lambda: TieringResource(batch_size=0),
+        lambda: LifecycleResource(batch_size=0),
         lambda: GardenerResource(max_mutations=-1),
     ],
 )

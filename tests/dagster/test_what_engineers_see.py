@@ -33,7 +33,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
     import assets.lifecycle
     import assets.lint
     import assets.profile
-    import assets.read_path
+    import assets.recall
     import pipelines.definitions
 
     for module in (
@@ -50,7 +50,7 @@ def _definitions(monkeypatch: pytest.MonkeyPatch, **env: str) -> dg.Definitions:
         assets.profile,
         assets.lifecycle,
         assets.layers,
-        assets.read_path,
+        assets.recall,
     ):
         importlib.reload(module)
     return importlib.reload(pipelines.definitions).defs

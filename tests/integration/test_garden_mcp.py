@@ -464,7 +464,7 @@ def test_memvault_garden_cli_on_an_mcp_store(
     """`memvault garden --store "mcp+stdio:..."`, with a relative MEMORY_FILE_PATH."""
     from typer.testing import CliRunner
 
-    from pipelines.cli.garden import garden_app
+    from pipelines.cli.gardener import garden_app
 
     monkeypatch.setenv("MEMVAULT_EMBEDDER", "hashing")
     monkeypatch.delenv("MEMVAULT_LLM_BASE_URL", raising=False)

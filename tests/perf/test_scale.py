@@ -373,8 +373,8 @@ def _lint(job: Job, clock: Clock) -> dict[str, Any]:
 def _layers(job: Job, clock: Clock) -> dict[str, Any]:
     """The preference and skill layers' nightly decay, as of the day after the history."""
     import memvault
-    from memvault.attitudes import decay_attitudes
-    from memvault.skills import decay_skills
+    from memvault.layers.attitudes import decay_attitudes
+    from memvault.layers.skills import decay_skills
 
     with memvault.open(job.url) as store:
         now = store.fetch("SELECT max(created_at) FROM blocks")[0][0] + dt.timedelta(days=1)

@@ -12,7 +12,7 @@ import pytest
 
 import memvault
 from memvault import attitudes
-from memvault.attitudes import AttitudeError, DecaySettings
+from memvault.layers.attitudes import AttitudeError, DecaySettings
 from memvault.review import decide, list_items
 from memvault.store import Store, undo_run
 

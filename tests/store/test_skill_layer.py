@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from memvault import skills
-from memvault.skills import LEVEL_LABELS, SkillError
+from memvault.layers.skills import LEVEL_LABELS, SkillError
 from memvault.store import Store, undo_run
 
 T0 = dt.datetime(2026, 1, 5, 10, 0)
