@@ -47,7 +47,7 @@ def _query(context: WorkspaceRequestContext, query: str) -> dict[str, Any]:
 SELECTOR = '{repositoryLocationName: "%s", repositoryName: "__repository__", %s: "%s"}'
 STATE = """{
   instance { autoMaterializePaused }
-  scheduleOrError(scheduleSelector: %s) { ... on Schedule { scheduleState { status } } }
+  clock: scheduleOrError(scheduleSelector: %s) { ... on Schedule { scheduleState { status } } }
   automation: sensorOrError(sensorSelector: %s) { ... on Sensor { sensorState { status } } }
   dream: sensorOrError(sensorSelector: %s) {
     ... on Sensor { description sensorState { status } } }
@@ -81,7 +81,7 @@ def test_a_new_instance_shows_the_night_on(home: Path) -> None:
     with persistent_instance() as instance, ui_api(instance) as context:
         shown = _state(context)
     assert shown["instance"]["autoMaterializePaused"] is False, "Auto-materialize on"
-    assert shown["scheduleOrError"]["scheduleState"]["status"] == "RUNNING"
+    assert shown["clock"]["scheduleState"]["status"] == "RUNNING"
     assert shown["automation"]["sensorState"]["status"] == "RUNNING"
     assert shown["dream"]["sensorState"]["status"] == "RUNNING"
 
@@ -108,3 +108,29 @@ def test_the_dream_sensor_describes_the_gate_in_force(monkeypatch: pytest.Monkey
             _definitions(monkeypatch)
     assert "more than 6 h" in shown and "at least 1 new session " in shown, shown
     assert "24" not in shown and "5 new" not in shown
+
+
+CLOCK = """{ scheduleOrError(scheduleSelector: %s) {
+    ... on Schedule { scheduleState { id status } } } }""" % (
+    SELECTOR % (LOCATION, "scheduleName", "collector_daily")
+)
+#: The schedule's toggle in the UI (Automation page).
+STOP = """mutation { stopRunningSchedule(id: "%s") {
+    __typename ... on ScheduleStateResult { scheduleState { status } } } }"""
+
+
+def stop_the_clock(run: Any) -> str:
+    """Turn ``collector_daily`` off as its toggle in the UI does, with ``run(query) -> data``
+    (in this process, or over HTTP); returns the status it then has."""
+    state = run(CLOCK)["scheduleOrError"]["scheduleState"]
+    stopped = run(STOP % state["id"])["stopRunningSchedule"]
+    assert stopped["__typename"] == "ScheduleStateResult", stopped
+    return str(run(CLOCK)["scheduleOrError"]["scheduleState"]["status"])
+
+
+def test_the_night_clock_can_be_stopped_in_the_ui_and_stays_stopped(home: Path) -> None:
+    with persistent_instance() as instance:
+        with ui_api(instance) as context:
+            assert stop_the_clock(lambda q: _query(context, q)) == "STOPPED"
+        with ui_api(instance) as context:  # the code location loaded again: still stopped
+            assert _state(context)["clock"]["scheduleState"]["status"] == "STOPPED"

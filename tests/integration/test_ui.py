@@ -30,6 +30,7 @@ from dagster_graphql import DagsterGraphQLClient
 from pipelines.definitions import defs
 from tests.dagster.dream_support import seed_demo_store
 from tests.dagster.run_checks import check_run
+from tests.dagster.test_what_the_ui_shows import stop_the_clock
 
 pytestmark = pytest.mark.integration
 LOCATION = "pipelines.definitions"
@@ -111,6 +112,9 @@ def ui(tmp_path: Path) -> Iterator[UI]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError((tmp_path / "ui.log").read_text()[-3000:]) from None
                 time.sleep(1)
+        # This test starts the collector itself: a 02:15 tick of the night's clock (on by
+        # default) while it runs would start a second night among the runs it counts.
+        assert stop_the_clock(lambda query: _graphql(port, query)) == "STOPPED"
         yield UI(port, tmp_path / ".dagster", process, env)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
