@@ -24,6 +24,7 @@ from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.asset_daemon import set_auto_materialize_paused
 from dagster_graphql.test.utils import execute_dagster_graphql
 
+from pipelines.owners import owners_gate_description
 from pipelines.runner import LOCATION, automation_on, dagster_home, persistent_instance
 from tests.dagster.test_what_engineers_see import _definitions
 
@@ -108,6 +109,9 @@ def test_the_dream_sensor_describes_the_gate_in_force(monkeypatch: pytest.Monkey
             _definitions(monkeypatch)
     assert "more than 6 h" in shown and "at least 1 new session " in shown, shown
     assert "24" not in shown and "5 new" not in shown
+    # Many owners: the same sensor name, each owner's gate, the same settings.
+    owners = owners_gate_description(6, 1)
+    assert "more than 6 h" in owners and "at least 1 new session " in owners, owners
 
 
 CLOCK = """{ scheduleOrError(scheduleSelector: %s) {

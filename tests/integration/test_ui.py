@@ -103,7 +103,7 @@ def ui(tmp_path: Path) -> Iterator[UI]:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240  # the webserver, daemon and code server on 2 cores
         while True:
             try:
                 _graphql(port, "{ version }")
