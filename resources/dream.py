@@ -32,6 +32,12 @@ class DreamResource(dg.ConfigurableResource):
         description="Dual gate: new sessions since the last dream (MEMVAULT_DREAM_GATE_SESSIONS)",
     )
     orphan_grace_days: float = setting(DreamConfig, "orphan_grace_days")
+    full: bool = Field(
+        default=False,
+        description="Check every fact this time (the weekly whole-store pass, on demand), not "
+        "only the facts changed since the last dream's checks",
+    )
+    full_every_days: float = setting(DreamConfig, "full_every_days")
     confidence_threshold: float = setting(ConflictConfig, "confidence_threshold")
     conflict_batch_size: int = setting(ConflictConfig, "batch_size")
     conflict_apply_batch_size: int = setting(ConflictConfig, "apply_batch_size")
@@ -54,4 +60,5 @@ class DreamResource(dg.ConfigurableResource):
             gate_hours=self.gate_hours,
             gate_sessions=self.gate_sessions,
             orphan_grace_days=self.orphan_grace_days,
+            full_every_days=self.full_every_days,
         )

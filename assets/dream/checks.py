@@ -17,11 +17,14 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from assets.common import STORE_POOL, expectations_result, md_table
+from assets.common import STORE_POOL, md_table
 from assets.dream.stages import dream_consolidate, dream_run_id, end_failed_dream
 from assets.stage_adapter import evaluate_checks
 from memvault.dream.atomic import ensure_going_on
+from memvault.dream.check_scope import STAGE as SCOPE_STAGE
+from memvault.dream.check_scope import CheckScope, check_scope
 from memvault.dream.orient import last_dream, new_ids_since
+from memvault.dream.report import record_stage
 from memvault.judge.base import Judge
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lint.findings import open_findings
@@ -88,10 +91,11 @@ def _result(
     )
 
 
-def grounding(store: Store) -> dg.AssetCheckResult:
-    """The lint's grounding rule on the consolidated store, beside what the last
-    ``lint_grounding`` left open (its stable-but-changing predicates, its archive proposals)."""
-    offending = grounding_violations(store, Grounding.load())
+def grounding(store: Store, scope: CheckScope | None = None) -> dg.AssetCheckResult:
+    """The lint's grounding rule on the consolidated store (or the facts in ``scope``), beside
+    what the last ``lint_grounding`` left open (its stable-but-changing predicates, its archive
+    proposals)."""
+    offending = grounding_violations(store, Grounding.load(), _ids(scope))
     by_problem = dict(offending.group_by("problem").len().iter_rows()) if offending.height else {}
     new = offending.filter(
         pl.col("triple_id").is_in(list(new_ids_since(store, "triples", last_dream(store)[1])))
@@ -105,16 +109,37 @@ def grounding(store: Store) -> dg.AssetCheckResult:
         new_sample=md_table(new.head(20).to_dicts()),
         by_problem=md_table(by_problem, ("problem", "facts")),
         last_lint=md_table(open_findings(store, "L2"), ("rule", "open findings")),
+        **_scoped(scope),
     )
 
 
-def no_data_loss(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
-    return _result("no_data_loss", data_loss_violations(store), warn_only=dry_run)
+def _ids(scope: CheckScope | None) -> list[str] | None:
+    return None if scope is None else scope.triple_ids
 
 
-def bitemporal_consistency(store: Store, dry_run: bool = False) -> dg.AssetCheckResult:
+def _scoped(scope: CheckScope | None) -> dict[str, Any]:
+    return {} if scope is None else scope.metadata()
+
+
+def no_data_loss(
+    store: Store, dry_run: bool = False, scope: CheckScope | None = None
+) -> dg.AssetCheckResult:
     return _result(
-        "bitemporal_consistency", bitemporal_overlaps(store, Grounding.load()), warn_only=dry_run
+        "no_data_loss",
+        data_loss_violations(store, _ids(scope)),
+        warn_only=dry_run,
+        **_scoped(scope),
+    )
+
+
+def bitemporal_consistency(
+    store: Store, dry_run: bool = False, scope: CheckScope | None = None
+) -> dg.AssetCheckResult:
+    return _result(
+        "bitemporal_consistency",
+        bitemporal_overlaps(store, Grounding.load(), _ids(scope)),
+        warn_only=dry_run,
+        **_scoped(scope),
     )
 
 
@@ -145,9 +170,24 @@ def idempotency(
     )
 
 
-def triples_expectations(store: Store) -> dg.AssetCheckResult:
-    """The facts table's suite, on every row."""
-    return expectations_result(store, "triples", dream_consolidate.key.to_user_string())
+def triples_expectations(store: Store, scope: CheckScope | None = None) -> dg.AssetCheckResult:
+    """The facts table's suite, on every row or (``scope``) on the facts that changed."""
+    from memvault.quality import validate_triples
+
+    result = validate_triples(store, _ids(scope))
+    return dg.AssetCheckResult(
+        asset_key=dream_consolidate.key.to_user_string(),
+        check_name="triples_expectations",
+        passed=result.success,
+        metadata={
+            "expectations": result.evaluated,
+            "failed_expectations": len(result.failed),
+            "failed": md_table([{"expectation": f} for f in result.failed]),
+            "rows": result.rows,
+            "scope": "every row",
+            **_scoped(scope),
+        },
+    )
 
 
 @dg.multi_asset_check(
@@ -170,19 +210,31 @@ def dream_guarantees(
     with store.open() as opened:
         ensure_going_on(opened, run_id)
         judge = llm.build(cache=StoreJudgeCache(opened))
+        # An incremental night checks the facts changed since the last dream's checks; the
+        # first dream, a requested one and one a week check every fact.
+        scope = check_scope(
+            opened, run_id, full=dream.full, full_every_days=dream.config().full_every_days
+        )
+        context.log.info(f"checks' scope: {scope.reason} ({scope.figures()['triples']} facts)")
         results = evaluate_checks(
             context,
             {
-                "no_data_loss": lambda: no_data_loss(opened, dream.dry_run),
-                "bitemporal_consistency": lambda: bitemporal_consistency(opened, dream.dry_run),
+                "no_data_loss": lambda: no_data_loss(opened, dream.dry_run, scope),
+                "bitemporal_consistency": lambda: bitemporal_consistency(
+                    opened, dream.dry_run, scope
+                ),
                 "idempotency": lambda: idempotency(
                     opened, judge, dream.conflict_config(), dream.dry_run, review.policy()
                 ),
-                "grounding": lambda: grounding(opened),
-                "triples_expectations": lambda: triples_expectations(opened),
+                "grounding": lambda: grounding(opened, scope),
+                "triples_expectations": lambda: triples_expectations(opened, scope),
             },
         )
     blocked = [str(r.check_name) for r in results if _blocks(r)]
+    selected = {key.name for key in context.selected_asset_check_keys}
+    if not blocked and not dream.dry_run and selected == set(CHECKS):
+        with store.open() as opened:  # the next dream's checks start where these read up to
+            record_stage(opened, run_id, SCOPE_STAGE, scope.figures())
     if blocked:
         # The checked stage's writes are in the store already: the dream reverts them itself
         # (a dry run wrote nothing: it is closed as failed).

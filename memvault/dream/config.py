@@ -22,3 +22,9 @@ class DreamConfig(BaseModel):
         description="An orphan entity younger than this is left alone (memories settle)",
     )
     max_insights: int = Field(default=5, ge=0, description="Insights written by one reflect stage")
+    full_every_days: float = Field(
+        default=7.0,
+        ge=0,
+        description="The dream's checks read every fact when no dream did in this many days "
+        "(0: every dream); in between, the facts changed since the last dream's checks",
+    )

@@ -9,6 +9,7 @@ fit the definition.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -231,7 +232,9 @@ def _joined(names: pl.Expr) -> pl.Expr:
     return names.list.join(", ")
 
 
-def grounding_violations(store: Store, grounding: Grounding | None = None) -> pl.DataFrame:
+def grounding_violations(
+    store: Store, grounding: Grounding | None = None, triple_ids: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Triples that break the grounding definitions: one row per problem (empty = pass).
 
     Checked for every triple that is not merged away, held for review or invalidated by a
@@ -239,9 +242,19 @@ def grounding_violations(store: Store, grounding: Grounding | None = None) -> pl
     the subject is an entity of a type in the domain; the object is an entity of
     a type in the range, or a literal where the range is ``literal``; a literal
     has the value type and one of the allowed values.
+
+    ``triple_ids``: only those triples (an incremental night's changed facts).
     """
     grounding = grounding or Grounding.load()
-    triples = store.fetch_df(_TRIPLES_WITH_TYPES)
+    if triple_ids is None:
+        triples = store.fetch_df(_TRIPLES_WITH_TYPES)
+    elif triple_ids:
+        triples = store.fetch_df(
+            _TRIPLES_WITH_TYPES + " AND t.id = ANY(CAST(:ids AS TEXT[]))",
+            {"ids": sorted(set(triple_ids))},
+        )
+    else:
+        triples = pl.DataFrame()
     if triples.is_empty():
         return pl.DataFrame(schema=_VIOLATION_SCHEMA)
     triples = triples.cast(

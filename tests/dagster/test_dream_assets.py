@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -340,8 +341,10 @@ def test_the_checks_fail_on_broken_data(tmp_path: Path) -> None:
         unknown = grounding(store)
         assert not unknown.passed and "owns_pet" in str(unknown.metadata["sample"].value)
     # In a dream run (which re-dates the revived job by rule) a lost fact still stops prune:
-    # the dream does not count as done.
-    result = run_dream(url)
+    # the dream does not count as done. The rows were changed behind the store's back (no
+    # audit row names them), so it is the whole-store pass that sees them: the weekly one, or
+    # one asked for, as here.
+    result = run_dream(url, dream=DreamResource(full=True))
     assert not result.success
     failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
     assert {"no_data_loss", "grounding"} <= failed
@@ -466,3 +469,32 @@ def test_grounding_blocks_only_a_fact_learned_since_the_last_dream(tmp_path: Pat
         newer = grounding(store)
         assert not newer.passed and newer.severity == dg.AssetCheckSeverity.ERROR
         assert newer.metadata["new_violations"].value == 1
+
+
+def test_a_later_dream_checks_the_facts_changed_since_the_last(tmp_path: Path) -> None:
+    """The first dream checks every fact; the next one the facts written since (the new
+    history's and its own), not the store; one asked for (the weekly pass) every fact again."""
+    url = f"duckdb://{tmp_path / 'store.duckdb'}"
+    seed_demo_store(url, tmp_path, sessions=12)
+
+    def scopes(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+        assert result.success
+        return {
+            str(e.check_name): {k: v.value for k, v in e.metadata.items()}
+            for e in result.get_asset_check_evaluations()
+            if e.check_name in ("no_data_loss", "bitemporal_consistency", "triples_expectations")
+        }
+
+    first = scopes(run_dream(url))
+    assert {s["scope"] for s in first.values()} == {"every fact"}
+    seed_demo_store(url, tmp_path, sessions=12, seed=8)
+    with memvault.open(url) as store:
+        total = store.counts(("triples",))["triples"]
+    later = scopes(run_dream(url))
+    assert {s["scope"] for s in later.values()} == {"facts changed since the last dream's checks"}
+    in_scope = later["no_data_loss"]["facts_in_scope"]
+    assert isinstance(in_scope, int) and 0 < in_scope < total
+    assert later["triples_expectations"]["rows"] <= in_scope
+    asked = scopes(run_dream(url, dream=DreamResource(full=True)))
+    assert asked["no_data_loss"]["scope_reason"] == "whole-store check requested"
+    assert asked["triples_expectations"]["rows"] == total
