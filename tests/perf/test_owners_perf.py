@@ -22,8 +22,10 @@ The figures, per configuration:
 * from Dagster's event log, per owner-night (the sum over its two runs): the steps' own
   durations (``STEP_START`` to its end: the night's work), the worker's step start-up (the
   Celery task's "Executing steps ... in celery worker" to ``STEP_START``), the wait in the
-  queue (Dagster's "Submitting celery task" to that worker event), the run's launch (its
-  process start to ``RUN_START``: a Python process, the code location, the instance), run
+  queue (Dagster's "Submitting celery task" to that worker event; it includes the task's
+  loading of the job, the code location's import on a worker's first task), the run's
+  launch (its process start to ``RUN_START``: a Python process, the code location, the
+  instance), run
   start to its first step start, and the run's own time beyond its steps (run duration minus
   the steps': submission, queue, start-up, the executor's one-second poll);
 * CPU seconds per owner-night of the run processes (the orchestrator's side) and of the
