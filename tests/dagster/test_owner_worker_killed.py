@@ -198,3 +198,66 @@ def test_a_worker_killed_mid_step_leaves_the_night_whole(owner: str, tmp_path: P
     assert _state(url) == after_collect, "undoing the dream did not restore the collected store"
     _undo(owner, ingests[0][0])
     assert _state(url) == before_night, "undoing the collector's ingest left rows behind"
+
+
+def _dream_running(url: str) -> bool:
+    with memvault.open(url) as store:
+        rows = store.fetch("SELECT count(*) FROM runs WHERE kind = 'dream' AND status = 'running'")
+    return bool(rows[0][0])
+
+
+def _running_step_pid(instance: dg.DagsterInstance, run_id: str) -> int:
+    """The process of the run's latest step start."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_START).records
+    pids = [r.event_log_entry.dagster_event.pid for r in records if r.event_log_entry.dagster_event]
+    assert pids and pids[-1], records
+    return int(pids[-1])
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1800)
+def test_a_worker_killed_mid_dream_reverts_that_dream_and_the_next_one_succeeds(
+    owner: str, tmp_path: Path
+) -> None:
+    """A dream is all or nothing: the step run again on the other worker (same host) finds
+    the dream's process gone, reverts what the dream had written, and stops; a new dream
+    run succeeds on the store as the collector left it."""
+    url = Registry().get(owner).store
+    tag = owner.removeprefix("kill_")
+    workers = [f"d1-{tag}", f"d2-{tag}"]
+    with (
+        dg.DagsterInstance.get() as instance,
+        celery_workers(workers, BROKER, BACKEND, tmp_path, ROOT / "deploy" / "celery.yaml") as up,
+    ):
+        collect_id = _finished(_launch("collect_job", owner))
+        assert instance.get_run_by_id(collect_id).status == dg.DagsterRunStatus.SUCCESS  # type: ignore[union-attr]
+        after_collect = _state(url)
+        dream = _launch("dream_job", owner)
+        deadline = time.monotonic() + 600
+        while not _dream_running(url):
+            assert time.monotonic() < deadline and dream.poll() is None, "the dream did not begin"
+            time.sleep(0.05)
+        [first] = instance.get_runs(dg.RunsFilter(job_name="dream_job"), limit=1)
+        pid = _running_step_pid(instance, first.run_id)
+        [victim] = [n for n, p in up.items() if os.getpgid(pid) == p.pid]
+        os.killpg(up[victim].pid, signal.SIGKILL)
+        failed_id = _finished(dream)
+        failed = instance.get_run_by_id(failed_id)
+        assert failed is not None and failed.status == dg.DagsterRunStatus.FAILURE
+        failures = [
+            str(r.event_log_entry.dagster_event.step_failure_data.error)  # type: ignore[union-attr]
+            for r in instance.get_records_for_run(
+                failed_id, of_type=dg.DagsterEventType.STEP_FAILURE
+            ).records
+        ]
+        assert any("start a new dream" in f for f in failures), failures
+        with memvault.open(url) as store:
+            statuses = [r[0] for r in store.fetch("SELECT status FROM runs WHERE kind = 'dream'")]
+        assert statuses == ["reverted"], statuses
+        assert _state(url) == after_collect, "the killed dream's writes were not reverted"
+
+        again = _finished(_launch("dream_job", owner))
+        assert instance.get_run_by_id(again).status == dg.DagsterRunStatus.SUCCESS  # type: ignore[union-attr]
+    with memvault.open(url) as store:
+        statuses = sorted(r[0] for r in store.fetch("SELECT status FROM runs WHERE kind = 'dream'"))
+    assert statuses == ["reverted", "succeeded"], statuses
