@@ -35,6 +35,7 @@ from memvault.normalize import utcnow
 from memvault.recall import Recaller
 from memvault.stage import Timer
 from memvault.store import Store
+from memvault.store.queries.blocks import digested_block_count
 from resources import EmbedderResource, JudgeResource, LifecycleResource, StoreResource
 
 GROUP = "lifecycle"
@@ -128,7 +129,7 @@ def tiering(
 
 def _digests_kept(store: Store) -> dg.AssetCheckResult:
     broken = digest_violations(store)
-    digested = store.fetch("SELECT count(*) FROM blocks WHERE digest_kind IS NOT NULL")[0][0]
+    digested = digested_block_count(store)
     return dg.AssetCheckResult(
         check_name=DIGESTS_KEPT.name,
         passed=broken.is_empty(),

@@ -25,6 +25,8 @@ import memvault
 from memvault.errors import MemvaultError
 from memvault.records import RECORD_TYPES
 from memvault.store import undo_run
+from memvault.store.queries.audit import changes_by_run
+from memvault.store.queries.runs import latest_runs
 from memvault.store.tables import COUNTED_TABLES
 from pipelines.cli import common
 from pipelines.cli.common import (
@@ -70,9 +72,7 @@ def status(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Row counts and the latest runs."""
     with opened(store) as handle:
         counts = handle.counts(COUNTED_TABLES)
-        runs = handle.fetch_df(
-            "SELECT id, kind, status, started_at FROM runs ORDER BY started_at DESC LIMIT 5"
-        )
+        runs = latest_runs(handle, 5).select("id", "kind", "status", "started_at")
         info = {"store": handle.url, "schema_version": handle.schema_version(), "counts": counts}
     if as_json:
         emit_json(info | {"recent_runs": runs.to_dicts()})
@@ -204,13 +204,8 @@ def runs(
     with opened(store) as handle:
         for closed in handle.fail_abandoned_runs():
             common.note(closed)
-        where = "WHERE kind = :kind" if kind else ""
-        frame = handle.fetch_df(
-            f"SELECT id, kind, status, started_at, finished_at, error FROM runs {where} "
-            f"ORDER BY started_at DESC, id DESC LIMIT {int(limit)}",
-            {"kind": kind} if kind else None,
-        )
-        changes = dict(handle.fetch("SELECT run_id, count(*) FROM audit_log GROUP BY run_id"))
+        frame = latest_runs(handle, limit, kind)
+        changes = changes_by_run(handle)
     rows = [r | {"changes": int(changes.get(r["id"], 0))} for r in frame.to_dicts()]
     if as_json:
         emit_json(rows)

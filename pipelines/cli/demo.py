@@ -29,6 +29,10 @@ from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, save_settings
 from memvault.store import Store
+from memvault.store.queries.blocks import active_blocks_by_tier, tiers_of
+from memvault.store.queries.inbox import new_discoveries_by_kind
+from memvault.store.queries.recall import live_prefetch_count
+from memvault.store.queries.runs import has_run_of_kind
 from memvault.store.tables import COUNTED_TABLES
 from memvault_demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from pipelines.runner import (
@@ -57,7 +61,7 @@ AFTER_PROFILE = ("prefetch_job",)
 
 
 def _is_demo_store(store: Store) -> bool:
-    return bool(store.fetch("SELECT 1 FROM runs WHERE kind = 'demo' LIMIT 1"))
+    return has_run_of_kind(store, "demo")
 
 
 def fresh_store(url: str) -> None:
@@ -204,23 +208,13 @@ def lifecycle_findings(url: str, truth: GroundTruth) -> dict[str, Any]:
         )
         verdict = "correct" if employer.casefold() in said.casefold() else "incorrect"
         memvault.feedback(store, asked.recall_id, verdict)
-        tiers = dict(
-            store.fetch("SELECT tier, count(*) FROM blocks WHERE status = 'active' GROUP BY tier")
-        )
+        tiers = active_blocks_by_tier(store)
         watched = [b for b in (truth.reinforced_block, truth.untouched_twin) if b]
-        tier_of = dict(
-            store.fetch("SELECT id, tier FROM blocks WHERE id = ANY(:ids)", {"ids": watched})
-        )
+        tier_of = tiers_of(store, watched)
         preferences = binding(store)
         skills = skill_table(store)
-        inbox = dict(
-            store.fetch(
-                "SELECT kind, count(*) FROM discovery_inbox WHERE status = 'new' GROUP BY kind"
-            )
-        )
-        prefetched = store.fetch(
-            "SELECT count(*) FROM prefetch_cache WHERE expires_at > :now", {"now": utcnow()}
-        )[0][0]
+        inbox = new_discoveries_by_kind(store)
+        prefetched = live_prefetch_count(store, utcnow())
     return {
         "recall": {
             "query": asked.query,

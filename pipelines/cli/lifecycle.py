@@ -20,6 +20,7 @@ from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.tiering import TierConfig, plan_tiering, run_tiering
 from memvault.lifecycle.weights import block_weights, weights_summary
 from memvault.normalize import utcnow
+from memvault.store.queries.blocks import missing_blocks
 from pipelines.cli.common import JsonOpt, StoreOpt, app, emit_json, handles_errors, opened, out
 
 
@@ -92,7 +93,7 @@ def usage(
                     "access multiplier: " + ", ".join(f"{k}: {v}" for k, v in histogram.items())
                 )
             return
-        unknown = [b for b in block_ids if handle.get_row("blocks", b) is None]
+        unknown = missing_blocks(handle, block_ids)
         if unknown:
             raise MemvaultError(
                 f"no memory block {', '.join(unknown)} in this store (block ids are shown by "

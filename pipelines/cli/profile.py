@@ -20,6 +20,13 @@ from rich.table import Table
 
 from memvault.errors import MemvaultError
 from memvault.profile.gaps import list_gaps
+from memvault.store.queries.profile import (
+    daily_snapshot,
+    diary_page,
+    interest_windows,
+    latest_diary_day,
+    latest_profile_day,
+)
 from pipelines.cli.common import (
     JsonOpt,
     StoreOpt,
@@ -43,14 +50,13 @@ def _day(value: str | None, what: str) -> dt.date | None:
         raise MemvaultError(f"{what} {value!r} is not a date (YYYY-MM-DD)") from None
 
 
-def _latest(store: Any, table: str) -> dt.date:
-    day = store.fetch(f"SELECT max(day) FROM {table}")[0][0]
+def _latest(day: dt.date | None) -> dt.date:
     if day is None:
         raise MemvaultError(
             "no day has a profile yet: run `memvault backfill --from DATE --to DATE` "
             "(or the profile_job from the UI)"
         )
-    return day if isinstance(day, dt.date) else dt.date.fromisoformat(str(day))
+    return day
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:
@@ -72,17 +78,13 @@ def profile(
 ) -> None:
     """The interest profile of a day: its snapshot and the 7/30/90-day windows."""
     with opened(store) as handle:
-        day = _day(at, "--at") or _latest(handle, "profile_daily")
-        rows = handle.fetch_df("SELECT * FROM profile_daily WHERE day = :d", {"d": day})
+        day = _day(at, "--at") or _latest(latest_profile_day(handle))
+        rows = daily_snapshot(handle, day)
         if rows.is_empty():
             raise MemvaultError(
                 f"no daily snapshot for {day}: run `memvault backfill --from {day} --to {day}`"
             )
-        windows = handle.fetch_df(
-            "SELECT window_days, days_covered, attention, rising, cooling FROM interest_window "
-            "WHERE day = :d ORDER BY window_days",
-            {"d": day},
-        )
+        windows = interest_windows(handle, day)
     snap = _decode(
         rows.row(0, named=True),
         (
@@ -143,10 +145,8 @@ def diary(
 ) -> None:
     """The diary page of a day."""
     with opened(store) as handle:
-        chosen = _day(day, "DATE") or _latest(handle, "diary")
-        rows = handle.fetch_df(
-            "SELECT day, kind, model, text FROM diary WHERE day = :d", {"d": chosen}
-        )
+        chosen = _day(day, "DATE") or _latest(latest_diary_day(handle))
+        rows = diary_page(handle, chosen)
     if rows.is_empty():
         raise MemvaultError(
             f"no diary page for {chosen}: run `memvault backfill --from {chosen} --to {chosen}`"

@@ -1,0 +1,23 @@
+"""The ``runs`` family: which runs the store has had, for the command line and the demo."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from memvault.store.store import Store
+
+
+def has_run_of_kind(store: Store, kind: str) -> bool:
+    """Whether any run of ``kind`` was ever recorded (the demo knows its own store by this)."""
+    return bool(store.fetch("SELECT 1 FROM runs WHERE kind = :k LIMIT 1", {"k": kind}))
+
+
+def latest_runs(store: Store, limit: int, kind: str | None = None) -> pl.DataFrame:
+    """The ``limit`` newest runs (of ``kind`` if given): id, kind, status, started_at,
+    finished_at, error, newest first."""
+    where = "WHERE kind = :kind" if kind else ""
+    return store.fetch_df(
+        f"SELECT id, kind, status, started_at, finished_at, error FROM runs {where} "
+        f"ORDER BY started_at DESC, id DESC LIMIT {int(limit)}",
+        {"kind": kind} if kind else None,
+    )

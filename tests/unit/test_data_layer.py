@@ -1,0 +1,120 @@
+"""The wiring and the command line ask the core, never the tables.
+
+``resources/``, ``assets/`` and ``pipelines/`` (the CLI included) hold no SQL and name no shared
+table to a store helper (``get_row("blocks", ...)``, ``read_table``, a mutation's ``insert``):
+what they need of the store is a function of the data layer (``memvault/store/queries/``, one
+module per table family) or of the core module that owns the rule. A query written in the
+wiring would be one more place a column rename or a backend difference has to be found.
+
+The scan reads the source with :mod:`tokenize` and :mod:`ast`: every line of every string
+literal except docstrings (an f-string naming its table through a placeholder counts too, by
+its keywords), and every call of a store helper whose first argument is a table's name.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WIRING = ("resources", "assets", "pipelines")
+HELPERS = ("read_table", "get_row", "insert", "update", "update_many", "restore_many")
+
+
+def shared_tables() -> set[str]:
+    """Every table a migration creates."""
+    found: set[str] = set()
+    for path in (ROOT / "sql" / "migrations").glob("*.sql"):
+        found.update(re.findall(r"CREATE TABLE(?: IF NOT EXISTS)? (\w+)", path.read_text()))
+    return found
+
+
+def sql_line_pattern(tables: set[str]) -> re.Pattern[str]:
+    """A line of SQL: a statement's keywords (upper case, as the project writes SQL), or a
+    shared table after FROM / JOIN / INTO / UPDATE."""
+    names = "|".join(sorted(tables, key=len, reverse=True))
+    return re.compile(
+        r"\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE \S+ SET\b|\bDELETE FROM\b"
+        rf'|\b(?:FROM|JOIN|INTO|UPDATE) "?(?:{names})\b'
+    )
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return lines
+
+
+def sql_in(source: str, tables: set[str]) -> list[tuple[int, str]]:
+    """Each (line, text) of ``source`` that queries a shared table: SQL in a string literal, or
+    a store helper called with a table's name."""
+    tree = ast.parse(source)
+    docs = _docstring_lines(tree)
+    pattern = sql_line_pattern(tables)
+    hits: list[tuple[int, str]] = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type != tokenize.STRING or tok.start[0] in docs:
+            continue
+        for offset, text in enumerate(tok.string.splitlines()):
+            if pattern.search(text):
+                hits.append((tok.start[0] + offset, text.strip()))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in HELPERS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in tables
+        ):
+            hits.append((node.lineno, ast.unparse(node)))
+    return sorted(hits)
+
+
+def test_the_scan_finds_sql_in_every_form_it_is_written() -> None:
+    """A plain string, a statement split over implicit concatenation, an f-string with its
+    table as a placeholder, a write, and a helper naming a table are all found; docstrings,
+    prose and a helper given no table name are not (else the guard below could pass by not
+    seeing)."""
+    tables = shared_tables()
+    assert {"blocks", "triples", "entities", "audit_log", "runs"} <= tables
+    source = '''
+"""SELECT the module's docstring: never counted FROM blocks."""
+def f(store, table, m):
+    """A docstring that says SELECT x FROM blocks is prose."""
+    store.fetch("SELECT count(*) FROM blocks")
+    store.fetch_df(
+        "SELECT id, text "
+        "FROM triples WHERE status = 'active'"
+    )
+    store.fetch(f"SELECT max(day) FROM {table}")
+    store.execute("UPDATE runs SET status = 'failed'")
+    store.get_row("entities", "e1")
+    m.insert("audit_log", None)
+    print("select what the user asked from the blocks")
+    store.get_row(table, "x")
+'''
+    found = [line for line, _ in sql_in(source, tables)]
+    assert found == [5, 8, 10, 11, 12, 13]
+
+
+def test_the_wiring_and_the_cli_ask_the_core_never_the_tables() -> None:
+    tables = shared_tables()
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {text}"
+        for package in WIRING
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, text in sql_in(path.read_text(encoding="utf-8"), tables)
+    ]
+    assert not offenders, "SQL against shared tables outside the core:\n" + "\n".join(offenders)
