@@ -35,8 +35,11 @@ from dagster._core.utils import make_new_run_id
 import pipelines.definitions
 from assets.recovery import prepare_instance, process_tags
 from memvault.config import masked_url
+from memvault.errors import MemvaultError
+from memvault.owners import check_name, multi_owner
 from memvault.paths import data_file
 from memvault.profile.settings import ProfileSettings, day_range
+from pipelines.owners import OWNER_TAG
 from resources import StoreResource
 
 #: The code location's name in the UI: ``memvault ui`` (``dg dev -m``) and ``workspace.yaml``
@@ -117,6 +120,22 @@ def partition_range_tags(first: str, last: str) -> dict[str, str]:
     }
 
 
+def owner_tags(owner: str | None, day: str | None = None) -> dict[str, str]:
+    """The tags that make a run tend ``owner``'s store when the installation tends several
+    owners (their runs are partitioned by owner, or by owner × day when ``day`` is given),
+    as the UI tags a run it launches for one partition; none for a single-owner install."""
+    if not multi_owner():
+        return {}
+    if owner is None:
+        raise MemvaultError(
+            "this installation tends several owners (an owners registry exists): "
+            "name one with --owner NAME (`memvault owners list`)"
+        )
+    check_name(owner)
+    partition = f"{day}|{owner}" if day else owner
+    return {"dagster/partition": partition, OWNER_TAG: owner}
+
+
 def run_job(
     job_name: str,
     store_url: str,
@@ -124,17 +143,24 @@ def run_job(
     instance: dg.DagsterInstance | None = None,
     log_level: str = "WARNING",
     tags: dict[str, str] | None = None,
+    owner: str | None = None,
     say: Callable[[str], None] | None = None,
     **overrides: dg.ConfigurableResource,
 ) -> dg.ExecuteInProcessResult:
     """Execute one of the code location's jobs in this process; failures are in the result.
+    With several owners, the run is ``owner``'s partition (unless ``tags`` name one).
 
     First, runs a dead process left behind are closed and their store-pool slots freed,
     and a wait for a live run holding the store is announced (``say``)."""
     job = definitions().resolve_job_def(job_name)
     run_config = run_config_for(store_url, log_level, **overrides)
     run_id = make_new_run_id()
+    partitioned = any(
+        t.startswith(("dagster/partition", "dagster/asset_partition")) for t in tags or {}
+    )
     all_tags = {"memvault/started_by": "cli", **process_tags(run_id), **(tags or {})}
+    if not partitioned:
+        all_tags |= owner_tags(owner)
     if instance is None:
         return job.execute_in_process(
             run_config=run_config, raise_on_error=False, tags=all_tags, run_id=run_id
@@ -202,10 +228,15 @@ def _expand(first: str, last: str) -> list[str]:
 
 
 def submit_backfill(
-    instance: dg.DagsterInstance, first: dt.date, last: dt.date, store_url: str
+    instance: dg.DagsterInstance,
+    first: dt.date,
+    last: dt.date,
+    store_url: str,
+    owner: str | None = None,
 ) -> str:
     """Submit a backfill of the profile's daily assets to the instance's daemon (as the UI's
-    "Materialize" over a range does); the daemon runs it in batches. Returns its id."""
+    "Materialize" over a range does); the daemon runs it in batches. Returns its id. With
+    several owners, the days are ``owner``'s (their owner × day partitions)."""
     from dagster._core.execution.backfill import PartitionBackfill
     from dagster._core.utils import make_new_backfill_id
 
@@ -216,6 +247,8 @@ def submit_backfill(
         from memvault.errors import MemvaultError
 
         raise MemvaultError(f"no daily partition between {first} and {last}")
+    if owner_tags(owner):
+        keys = [f"{day}|{owner}" for day in keys]
     backfill_id = make_new_backfill_id()
     backfill = PartitionBackfill.from_asset_partitions(
         backfill_id=backfill_id,

@@ -276,7 +276,13 @@ def _run_and_report(job_name: str, doing: str, store: str | None, as_json: bool)
     url = chosen_store(store)
     memvault.open(url).close()  # fail early, with a clear message, on a bad store URL
     with err.status(f"{doing} ({job_name}) ..."):
-        result = run_job(job_name, url, instance=persistent_instance(), say=common.note)
+        result = run_job(
+            job_name,
+            url,
+            instance=persistent_instance(),
+            owner=common.chosen_owner(),
+            say=common.note,
+        )
     summary: dict[str, Any] = {
         "success": result.success,
         "dagster_run_id": result.run_id,

@@ -27,6 +27,7 @@ from pipelines.cli.common import (
     OwnerOpt,
     StoreOpt,
     app,
+    chosen_owner,
     chosen_store,
     emit_json,
     err,
@@ -137,7 +138,14 @@ def dream(
             out.print(f"dream skipped: {decision.reason} (use --force to dream anyway)")
         return
     with err.status("dreaming (dream_job: orient → signal → reflect → consolidate → prune) ..."):
-        result = run_job("dream_job", url, instance=persistent_instance(), dream=settings, say=note)
+        result = run_job(
+            "dream_job",
+            url,
+            instance=persistent_instance(),
+            owner=chosen_owner(),
+            dream=settings,
+            say=note,
+        )
     summary = _dream_summary(result, url)
     if as_json:
         emit_json(summary)

@@ -121,6 +121,7 @@ def _run(
             "garden_job",
             home.url,
             instance=persistent_instance(),
+            owner=base.chosen_owner(),
             gardener=settings,
             say=base.note,
         )

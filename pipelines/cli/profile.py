@@ -31,6 +31,7 @@ from pipelines.cli.common import (
     JsonOpt,
     StoreOpt,
     app,
+    chosen_owner,
     chosen_store,
     emit_json,
     err,
@@ -206,7 +207,7 @@ def backfill(
     if end < start:
         raise MemvaultError(f"--to {end} is before --from {start}")
     url = chosen_store(store)
-    summary = backfill_range(url, start, end, submit=submit, say=note)
+    summary = backfill_range(url, start, end, submit=submit, say=note, owner=chosen_owner())
     if as_json:
         emit_json(summary)
         return
@@ -233,14 +234,17 @@ def backfill_range(
     *,
     submit: bool = False,
     say: Any = None,
+    owner: str | None = None,
 ) -> dict[str, Any]:
-    """Run (or submit) the profile's partitions from ``first`` to ``last``; a summary."""
+    """Run (or submit) the profile's partitions from ``first`` to ``last``; a summary. With
+    several owners, ``owner``'s days, a run a day (a run covers one owner × day partition)."""
     import time
 
     import memvault
     from pipelines.runner import (
         failures,
         materializations,
+        owner_tags,
         partition_keys,
         partition_range_tags,
         persistent_instance,
@@ -258,20 +262,22 @@ def backfill_range(
             "MEMVAULT_PROFILE_START and end yesterday)"
         )
     if submit:
-        return {"backfill_id": submit_backfill(instance, first, last, url), "days": len(keys)}
+        backfill_id = submit_backfill(instance, first, last, url, owner)
+        return {"backfill_id": backfill_id, "days": len(keys)}
     started = time.monotonic()
     runs: list[str] = []
     failed: list[str] = []
     assets: dict[str, Any] = {}
-    for batch_first, batch_last in profile_batches(first, last):
+    owned = bool(owner_tags(owner))
+    batches = [(k, k) for k in keys] if owned else profile_batches(first, last)
+    for batch_first, batch_last in batches:
+        tags = (
+            owner_tags(owner, batch_first)
+            if owned
+            else partition_range_tags(batch_first, batch_last)
+        )
         with err.status(f"profile_job {batch_first} .. {batch_last} ..."):
-            result = run_job(
-                "profile_job",
-                url,
-                instance=instance,
-                tags=partition_range_tags(batch_first, batch_last),
-                say=say,
-            )
+            result = run_job("profile_job", url, instance=instance, tags=tags, say=say)
         runs.append(result.run_id)
         assets |= materializations(result)
         if not result.success:
