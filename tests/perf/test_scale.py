@@ -751,8 +751,47 @@ def test_every_nightly_stage_at_each_size(tmp_path: Path) -> None:
     assert not failed, "stages failed:\n" + "\n".join(failed)
 
 
+def markdown(payload: dict[str, Any]) -> str:
+    """The three-size table of docs/scale.md from a benchmark's JSON: per stage and size, CPU
+    and wall seconds, peak RSS and the load average when the stage ended; the growth exponent
+    against the previous size; the +1% stage's CPU over its first run's."""
+    rows = payload["rows"]
+    _add_growth(rows)
+    _add_ratios(rows)
+    sizes = sorted({r["sessions"] for r in rows})
+    blocks = {r["sessions"]: r.get("blocks") for r in rows if r["stage"] == "ingest"}
+    head = ["stage"]
+    for n in sizes:
+        label = f"{blocks.get(n) or 0:,} blocks"
+        head += [f"{label}: CPU s / wall s / RSS MB (load)", "growth", "+1%/first"]
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    by_key = {(r["stage"], r["sessions"]): r for r in rows}
+    for key, stage in STAGES.items():
+        cells = [stage.label]
+        for n in sizes:
+            row = by_key.get((key, n))
+            if row is None:
+                cells += ["not run", "", ""]
+                continue
+            if "error" in row:
+                cells += [f"failed: {row['error']}"[:80], "", ""]
+                continue
+            load = row.get("load_average") or [None]
+            measured = (
+                f"{_cell(row, 'cpu_s')} / {_cell(row, 'wall_s')} / {_cell(row, 'rss_mb', 0)}"
+                + (f" ({load[0]:.0f})" if load[0] is not None else "")
+            )
+            if key == "recall":
+                measured += f"; p50 {row['p50_ms']:.0f} ms, p95 {row['p95_ms']:.0f} ms"
+            cells += [measured, _growth_cell(row), _cell(row, "incremental_ratio", 2)]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "history":
+    if sys.argv[1] == "markdown":  # python -m tests.perf.test_scale markdown SCALE.json
+        print(markdown(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))))
+    elif sys.argv[1] == "history":
         _history_child(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
     else:
         _child(sys.argv[1], sys.argv[2])
