@@ -149,13 +149,14 @@ def idempotency(
     config: ConflictConfig,
     dry_run: bool = False,
     policy: ReviewPolicy | None = None,
+    scope: CheckScope | None = None,
 ) -> dg.AssetCheckResult:
     if dry_run:
         return dg.AssetCheckResult(
             check_name="idempotency", passed=True, metadata={"skipped": "dry run: nothing applied"}
         )
     before = judge.stats.as_dict()
-    plan = plan_conflicts(store, judge, config=config, policy=policy)
+    plan = plan_conflicts(store, judge, config=config, policy=policy, triple_ids=_ids(scope))
     asked = {k: v - before[k] for k, v in judge.stats.as_dict().items()}
     questions = asked["calls"] + asked["heuristic_answers"] + asked["cache_hits"]
     return dg.AssetCheckResult(
@@ -166,6 +167,7 @@ def idempotency(
             "judge_questions": questions,
             "llm_calls": asked["calls"],
             "sample": md_table([{"decision": a.describe()} for a in plan.actions[:20]]),
+            **_scoped(scope),
         },
     )
 
@@ -224,7 +226,7 @@ def dream_guarantees(
                     opened, dream.dry_run, scope
                 ),
                 "idempotency": lambda: idempotency(
-                    opened, judge, dream.conflict_config(), dream.dry_run, review.policy()
+                    opened, judge, dream.conflict_config(), dream.dry_run, review.policy(), scope
                 ),
                 "grounding": lambda: grounding(opened, scope),
                 "triples_expectations": lambda: triples_expectations(opened, scope),

@@ -482,7 +482,8 @@ def test_a_later_dream_checks_the_facts_changed_since_the_last(tmp_path: Path) -
         return {
             str(e.check_name): {k: v.value for k, v in e.metadata.items()}
             for e in result.get_asset_check_evaluations()
-            if e.check_name in ("no_data_loss", "bitemporal_consistency", "triples_expectations")
+            if e.check_name
+            in ("no_data_loss", "bitemporal_consistency", "idempotency", "triples_expectations")
         }
 
     first = scopes(run_dream(url))

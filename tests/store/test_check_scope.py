@@ -17,7 +17,7 @@ import pytest
 
 from memvault.dream.check_scope import STAGE, check_scope
 from memvault.dream.report import record_stage
-from memvault.judge import ScriptedJudge
+from memvault.judge import HeuristicJudge, ScriptedJudge
 from memvault.quality import validate_triples
 from memvault.store import Store
 from memvault.temporal import (
@@ -131,6 +131,35 @@ def test_scoped_expectations_read_only_the_changed_facts(broken: Store) -> None:
     undated = validate_triples(broken, ["a"])  # superseded, its date lost: the suite fails
     assert (undated.success, undated.rows) == (False, 1)
     assert validate_triples(broken).rows == broken.counts(("triples",))["triples"]
+
+
+def test_a_scoped_plan_is_the_whole_plan_of_the_changed_groups(
+    broken: Store, tmp_path: Path
+) -> None:
+    """The idempotency check plans again only the groups that changed: their decisions are the
+    whole plan's decisions about them (here Bob's two employers at once, never consolidated),
+    and Cleo's group, which did not change, is not read."""
+    cleo = History()
+    cleo.entity("cleo", "Cleo")
+    cleo.fact("c1", "cleo", "works_at", "Acme", object_id="acme", valid="2024-01-01",
+              created="2024-01-02")  # fmt: skip
+    cleo.fact("c2", "cleo", "works_at", "Globex", object_id="globex", valid="2024-03-01",
+              created="2024-03-02")  # fmt: skip
+    cleo.ingest(broken, tmp_path)
+
+    def decisions(ids: list[str] | None) -> set[str]:
+        plan = plan_conflicts(broken, HeuristicJudge(), now=NOW, triple_ids=ids)
+        return {a.describe() for a in plan.actions}
+
+    whole = plan_conflicts(broken, HeuristicJudge(), now=NOW)
+    about_bob = {a.describe() for a in whole.actions if a.subject_id == "bob"}
+    assert about_bob and any(a.subject_id == "cleo" for a in whole.actions)
+    assert decisions(["b2"]) == about_bob
+    assert decisions(["x1"]) == set()  # a group of one fact: nothing to plan
+    assert decisions([]) == set()
+    # The facts it reads: Bob's employers (b1, b2, range), not Ada's group too.
+    scoped = plan_conflicts(broken, HeuristicJudge(), now=NOW, triple_ids=["b2"])
+    assert scoped.stats["candidate_triples"] == 3 < whole.stats["candidate_triples"]
 
 
 @contextmanager

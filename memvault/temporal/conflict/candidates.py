@@ -34,17 +34,25 @@ SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.inv
        t.created_at, t.expired_at, t.status, t.superseded_by, t.confidence,
        t.source_session, t.source_block
 FROM triples t
-JOIN (SELECT subject_id, predicate FROM triples WHERE status IN ('active', 'superseded')
-      GROUP BY subject_id, predicate HAVING count(*) > 1) g
+JOIN (SELECT x.subject_id, x.predicate FROM triples x {scope}
+      WHERE x.status IN ('active', 'superseded')
+      GROUP BY x.subject_id, x.predicate HAVING count(*) > 1) g
   ON g.subject_id = t.subject_id AND g.predicate = t.predicate
 WHERE t.status IN ('active', 'superseded')
    OR (t.status = 'merged' AND t.valid_at IS NOT NULL
        AND t.predicate = ANY(CAST(:functional AS TEXT[])))
 """
+#: Only the (subject, predicate) groups of some facts (a check of what changed).
+_SCOPE_GROUPS = """JOIN (SELECT DISTINCT subject_id, predicate FROM triples
+      WHERE id = ANY(CAST(:ids AS TEXT[]))) s
+  ON s.subject_id = x.subject_id AND s.predicate = x.predicate"""
 
 
-def candidate_rows(store: Store, grounding: Grounding) -> pl.DataFrame:
-    """Triples in (subject, predicate) groups of two or more live statements, with their flags.
+def candidate_rows(
+    store: Store, grounding: Grounding, triple_ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Triples in (subject, predicate) groups of two or more live statements, with their flags
+    (``triple_ids``: only the groups of those facts).
 
     Merged restatements of functional predicates come along (column ``restated``): they
     keep their place on the timeline, so a late statement that lands between one and its
@@ -52,7 +60,11 @@ def candidate_rows(store: Store, grounding: Grounding) -> pl.DataFrame:
     """
     flags = grounding.frame().select("predicate", "functional", "volatile", "preference")
     functional = flags.filter(pl.col("functional"))["predicate"].to_list()
-    rows = typed(store.fetch_df(_CANDIDATES_SQL, {"functional": functional}), ROW_SCHEMA)
+    params: dict[str, object] = {"functional": functional}
+    scope = ""
+    if triple_ids is not None:
+        params["ids"], scope = sorted(set(triple_ids)) or [""], _SCOPE_GROUPS
+    rows = typed(store.fetch_df(_CANDIDATES_SQL.format(scope=scope), params), ROW_SCHEMA)
     rows = rows.with_columns(object_key())
     restated = restatement_merges(rows, functional)
     return (

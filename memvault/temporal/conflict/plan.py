@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -68,8 +69,12 @@ def plan_conflicts(
     dry_run: bool = False,
     now: dt.datetime | None = None,
     policy: ReviewPolicy | None = None,
+    triple_ids: Sequence[str] | None = None,
 ) -> ConflictPlan:
     """Decide every conflict the store holds now; writes nothing.
+
+    ``triple_ids``: only the conflicts of those facts' (subject, predicate) groups (the dream's
+    idempotency check on an incremental night: the groups that changed since its last check).
 
     ``now`` is the store time the plan stamps on retired rows (default: the
     current UTC time); tests pass a fixed one to compare runs.
@@ -80,7 +85,7 @@ def plan_conflicts(
     now = now or utcnow()
     stats: Counter[str] = Counter()
     before = judge.stats.as_dict()
-    rows = candidate_rows(store, grounding)
+    rows = candidate_rows(store, grounding, triple_ids)
     stats["candidate_triples"] = rows.height
     stats["groups"] = rows.select(GROUP).n_unique() if rows.height else 0
 
