@@ -35,7 +35,8 @@ Run (it is not part of the default run)::
 
     MEMVAULT_SCALE_SIZES=300,900 .venv/bin/pytest tests/perf/test_scale.py -m perf -s
 
-``MEMVAULT_SCALE_SIZES`` is a comma list of session counts: default ``9700,29000``
+``MEMVAULT_SCALE_SKIP`` is a comma list of stages left out (e.g. ``minilm,recall,undo`` for
+the nightly stages only). ``MEMVAULT_SCALE_SIZES`` is a comma list of session counts: default ``9700,29000``
 (≈ 100k and ≈ 300k blocks); 97000 (≈ 1M blocks) only when asked for. With
 ``MEMVAULT_SCALE_PROFILE=1`` each stage's work runs under cProfile (slower) and its top
 functions are printed (its JSON is then ``scale-<sizes>-profiled.json``). The table is
@@ -611,7 +612,10 @@ def _measure_size(
     job_file = work / "job.json"
     job_file.write_text(json.dumps(asdict(job)), encoding="utf-8")
     rows: list[dict[str, Any]] = []
+    skip = {k.strip() for k in (_setting("MEMVAULT_SCALE_SKIP") or "").split(",") if k.strip()}
     for key, stage in STAGES.items():
+        if key in skip:  # e.g. minilm,recall,undo: a run about the nightly stages only
+            continue
         if rows and "error" in rows[0]:
             figures: dict[str, Any] = {"error": "skipped: the ingest failed"}
         else:
