@@ -3,7 +3,9 @@
 A file is read chunk by chunk into the store's staging (``memvault.ingest_staging``) and
 validated completely there before anything is visible; every problem is reported with file
 and line; the write into the memory tables is one transaction through the audited path, so
-memory holds a chunk, never the file. Records whose id is already in the store are left as they are
+memory holds a chunk, never the file. An input that fits in one chunk (a remembered memory)
+is staged and checked in this process's memory instead, by the same checks, and written the
+same way. Records whose id is already in the store are left as they are
 (the store may have curated them since), so ingesting the same input twice
 adds nothing.
 """
@@ -14,7 +16,9 @@ import hashlib
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +26,7 @@ import polars as pl
 from pydantic import ValidationError
 
 from memvault.errors import IngestError, LineProblem, MemvaultError
-from memvault.ingest_staging import LINE, Staging, bounded_cache
+from memvault.ingest_staging import LINE, MemoryStaging, Staging, bounded_cache
 from memvault.interchange import MAPPINGS, records_to_frame
 from memvault.layers.skills import recompute_skills
 from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcnow
@@ -153,6 +157,23 @@ CHUNK_RECORDS = 20_000
 #: Rows moved from staging into a memory table (with their audit rows) at a time, all in the
 #: one transaction of the input.
 WRITE_ROWS = 20_000
+#: Whether an input of at most one chunk is staged and checked in memory (by the same checks)
+#: rather than in the store's staging tables, which cost a small input more than its write.
+SMALL_IN_MEMORY = True
+
+
+def open_staging(
+    store: Store, items: Iterable[Numbered], source: str
+) -> tuple[Staging, Iterator[Numbered]]:
+    """Where ``items`` will be staged (in memory when they fit in one chunk, else in the
+    store), and the items to stage there (the first chunk is read to tell)."""
+    rest = iter(items)
+    if not SMALL_IN_MEMORY:
+        return Staging(store, source), rest
+    head = list(islice(rest, CHUNK_RECORDS + 1))
+    if len(head) <= CHUNK_RECORDS:
+        return MemoryStaging(store, source), iter(head)
+    return Staging(store, source), chain(head, rest)
 
 
 @dataclass
@@ -220,8 +241,8 @@ def _remember_entities(read: _Read, type_name: str, frame: pl.DataFrame) -> None
 class _Problems:
     """Problems found so far: every one counted, the first by line kept for the report."""
 
-    def __init__(self, store: Store, source: str) -> None:
-        self.store = store
+    def __init__(self, staging: Staging, source: str) -> None:
+        self.db = staging.db
         self.source = source
         self.total = 0
         self.kept: list[tuple[int, int, str]] = []  # (line, order of the check, message)
@@ -238,12 +259,12 @@ class _Problems:
         self.checks += 1
         if sql is None:
             return
-        [(total,)] = self.store.fetch(f"SELECT count(*) FROM ({sql}) x", params)
+        [(total,)] = self.db.fetch(f"SELECT count(*) FROM ({sql}) x", params)
         if not total:
             return
         self.total += int(total)
         order = self.checks
-        first = self.store.fetch_df(
+        first = self.db.fetch_df(
             f"SELECT * FROM ({sql}) x ORDER BY {LINE} LIMIT {MAX_PROBLEMS}", params
         )
         for row in first.iter_rows(named=True):
@@ -325,7 +346,7 @@ def prepare(store: Store, staging: Staging, read: _Read, source: str) -> dict[st
     entity by id or name, a session, a block) against the input and the store. Identical
     repeats are dropped. Returns how entity names map to ids (only those that differ);
     raises IngestError with every problem found (the first by line listed, all counted)."""
-    problems = _Problems(store, source)
+    problems = _Problems(staging, source)
     repeatable = [t for t in staging.types if staging.rows[t] > 1]  # one row repeats nothing
     for type_name in repeatable:
         problems.add(staging.clashes(type_name), _clash)
@@ -402,7 +423,8 @@ def checked_frames(store: Store, items: Iterable[Numbered], source: str) -> dict
     """A few records checked as an ingest checks them (references resolved against the input
     and the store), as one frame per type, written nowhere: for a caller that writes them
     itself inside its own transaction. Raises IngestError as an ingest does."""
-    with Staging(store, source) as staging:
+    staging, items = open_staging(store, items, source)
+    with staging:
         read = stage(items, staging)
         names = prepare(store, staging, read, source)
         return {
@@ -429,7 +451,11 @@ def ingest_records(
 
     ``items`` is read once, as it comes, into the store's staging (a generator reading a
     file is never held whole: memory holds one chunk of records at a time)."""
-    with bounded_cache(store), Staging(store, source) as staging:
+    staging, items = open_staging(store, items, source)
+    cache: AbstractContextManager[None] = (
+        nullcontext() if staging.in_memory else bounded_cache(store)
+    )
+    with cache, staging:
         read = stage(items, staging)
         report = IngestReport(source=source, records=read.records)
         report.split_blocks = read.split_blocks

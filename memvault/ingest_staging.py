@@ -14,20 +14,22 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from memvault.errors import StoreError
 from memvault.interchange import MAPPINGS
 from memvault.normalize import utcnow
-from memvault.store.backends import ident
+from memvault.store.backends import DuckDBBackend, ident
 from memvault.store.liveness import HOST, abandoned_because, carrier_pid
 
 if TYPE_CHECKING:
     from memvault.store import Store
+    from memvault.store.backends import Backend
 
 #: The input line of each staged row (for the problems found later); not a store column.
 LINE = "_line"
@@ -45,10 +47,15 @@ class Staging:
     """One ingest's staging tables: appended to chunk by chunk, read back in order, dropped
     at the end (or by the next start, when the process died first)."""
 
+    #: Whether the staged rows are held in this process (:class:`MemoryStaging`).
+    in_memory = False
+
     def __init__(self, store: Store, source: str) -> None:
         self.store = store
         self.source = source
         self.id = secrets.token_hex(6)
+        #: Where the staged rows are held and the checks' SQL runs.
+        self.db: Backend = store.backend
         #: The columns staged for each record type (a subset of its table's), in order.
         self.columns: dict[str, list[str]] = {}
         self.rows: dict[str, int] = {}
@@ -145,9 +152,9 @@ class Staging:
     def drop_repeats(self, type_name: str) -> int:
         """Identical repeats of an id inside the input: all but the first are dropped."""
         table = self.table(type_name)
-        [(repeats,)] = self.store.fetch(f"SELECT count(*) - count(DISTINCT id) FROM {table}")
+        [(repeats,)] = self.db.fetch(f"SELECT count(*) - count(DISTINCT id) FROM {table}")
         if repeats:
-            self.store.backend.execute(
+            self.db.execute(
                 f"DELETE FROM {table} WHERE {SEQ} NOT IN "
                 f"(SELECT min({SEQ}) FROM {table} GROUP BY id)"
             )
@@ -160,7 +167,7 @@ class Staging:
         if column not in self.columns.get(type_name, ()):
             return None
         table, value = self.table(type_name), f"s.{ident(column)}"
-        target = ident(MAPPINGS[kind_type].table)
+        target = self.stored(kind_type, type_name, column)
         in_input = (
             f" AND NOT EXISTS (SELECT 1 FROM {self.table(kind_type)} k WHERE k.id = {value})"
             if kind_type in self.columns
@@ -171,6 +178,11 @@ class Staging:
             f"WHERE {value} IS NOT NULL AND {value} <> ''{in_input} "
             f"AND NOT EXISTS (SELECT 1 FROM {target} k WHERE k.id = {value})"
         )
+
+    def stored(self, kind_type: str, type_name: str, column: str) -> str:
+        """The table of the stored ``kind_type`` records (the references in ``type_name``'s
+        ``column`` are looked up there): the store's own."""
+        return ident(MAPPINGS[kind_type].table)
 
     def naming(self, type_name: str, column: str) -> str | None:
         """SQL of the rows whose ``column`` is one of the values bound as ``:refs``."""
@@ -191,7 +203,7 @@ class Staging:
         cols = ", ".join(ident(c) for c in self.columns[type_name])
         table, after = self.table(type_name), -1
         while True:
-            page = self.store.fetch_df(
+            page = self.db.fetch_df(
                 f"SELECT {cols}, {SEQ} FROM {table} WHERE {SEQ} > :after "
                 f"ORDER BY {SEQ} LIMIT {int(size)}",
                 {"after": after},
@@ -202,6 +214,102 @@ class Staging:
             yield prepare(page.drop(SEQ))
             if page.height < size:  # the last page
                 return
+
+
+class MemoryStaging(Staging):
+    """A small input's staging (one chunk): held in this process's own in-memory DuckDB, not
+    in the store, and checked by the same SQL as :class:`Staging`'s. The store is only asked
+    which referenced records it holds; nothing is made, registered or dropped there, so a
+    small input (a remembered memory) costs its checks and its one write, as before staging.
+    """
+
+    in_memory = True
+
+    def __init__(self, store: Store, source: str) -> None:
+        super().__init__(store, source)
+        self.db = _memory_db()
+        self._stored: set[str] = set()
+
+    def __enter__(self) -> MemoryStaging:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.db.close()  # its temporary tables go with it
+
+    def table(self, type_name: str) -> str:
+        return ident(f"stage_{MAPPINGS[type_name].table}")
+
+    def append(self, type_name: str, frame: pl.DataFrame) -> None:
+        """Stage rows of one record type (with their ``_line``), typed like their table."""
+        if frame.is_empty():
+            return
+        content = self.store.conform(MAPPINGS[type_name].table, frame.drop(LINE))
+        known = self.columns.setdefault(type_name, [])
+        known.extend(c for c in content.columns if c not in known)
+        seq = pl.int_range(self._seq, self._seq + frame.height, eager=True, dtype=pl.Int64)
+        self._seq += frame.height
+        rows = content.with_columns(frame[LINE].cast(pl.Int64), seq.alias(SEQ))
+        table = self.table(type_name)
+        with self.db.staged(table, rows) as view:
+            if self.rows.get(type_name):
+                self.db.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+            else:
+                self.db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {view}")
+        self.rows[type_name] = self.rows.get(type_name, 0) + frame.height
+
+    def ready(self) -> None:
+        """Nothing to index: the rows are in memory, in input order."""
+
+    def stored(self, kind_type: str, type_name: str, column: str) -> str:
+        """The stored ``kind_type`` records that ``type_name``'s ``column`` names (and the
+        input does not hold), asked of the store in one query and copied beside the input."""
+        table = ident(f"stored_{MAPPINGS[kind_type].table}")
+        if table not in self._stored:
+            self.db.execute(f"CREATE TEMP TABLE {table} (id VARCHAR)")
+            self._stored.add(table)
+        value = f"s.{ident(column)}"
+        in_input = (
+            f" AND NOT EXISTS (SELECT 1 FROM {self.table(kind_type)} k WHERE k.id = {value})"
+            if kind_type in self.columns
+            else ""
+        )
+        wanted = [
+            str(r[0])
+            for r in self.db.fetch(
+                f"SELECT DISTINCT {value} FROM {self.table(type_name)} s "
+                f"WHERE {value} IS NOT NULL AND {value} <> ''{in_input}"
+            )
+        ]
+        if wanted:
+            found = self.store.fetch(
+                f"SELECT id FROM {ident(MAPPINGS[kind_type].table)} WHERE id = ANY(:ids)",
+                {"ids": wanted},
+            )
+            if found:
+                self.db.execute(
+                    f"INSERT INTO {table} SELECT unnest(CAST(:ids AS VARCHAR[]))",
+                    {"ids": [str(r[0]) for r in found]},
+                )
+        return table
+
+
+_MEMORY: tuple[int, Any] | None = None
+_MEMORY_LOCK = threading.Lock()
+
+
+def _memory_db() -> DuckDBBackend:
+    """A connection of its own (its own temporary tables) to this process's in-memory DuckDB,
+    which is opened once: opening one costs more than a small ingest's checks."""
+    global _MEMORY
+    import duckdb
+
+    with _MEMORY_LOCK:
+        if _MEMORY is None or _MEMORY[0] != os.getpid():  # not one inherited through fork
+            _MEMORY = (os.getpid(), duckdb.connect(":memory:", config={"threads": 1}))
+        con = _MEMORY[1].cursor()
+    db = DuckDBBackend.__new__(DuckDBBackend)
+    db.url, db.path, db._depth, db.con = "duckdb://:memory:", ":memory:", 0, con
+    return db
 
 
 def drop_staging(store: Store, ingest_id: str, types: list[str] | None = None) -> None:

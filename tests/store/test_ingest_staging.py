@@ -120,3 +120,82 @@ def test_a_live_ingests_staging_is_left_alone(store: Store) -> None:
     assert len(_staging_tables(store)) == 9  # this process is alive: its staging stays
     staging.__exit__(None)
     assert _staging_tables(store) == []
+
+
+# -- a small input: staged and checked in memory, by the same checks -------------------------
+
+_S = {"type": "session", "id": "s2", "started_at": "2026-02-01T10:00:00Z"}
+_B = {"type": "block", "session_id": "s2", "created_at": "2026-02-01T10:05:00Z"}
+_M = {"type": "mention", "session_id": "s2", "mentioned_at": "2026-02-01T10:05:00Z"}
+#: Inputs refused for each kind of problem (the store holds SMALL when they are ingested).
+_REFUSED = {
+    "clash": [_S, dict(_B, id="x", text="one"), dict(_B, id="x", text="two")],
+    "unknown session": [_S, dict(_B, id="x", text="t", session_id="nowhere")],
+    "unknown block": [_S, dict(_M, entity="org_acme", block_id="nowhere")],
+    "unknown entity": [_S, dict(_B, id="x", text="t"), dict(_M, entity="Bob", block_id="x")],
+    "ambiguous name": [
+        {"type": "entity", "id": "ada2", "name": "Ada Lovelace", "entity_type": "person"},
+        dict(_M, entity="Ada Lovelace", block_id="b1", session_id="s1"),
+    ],
+    "several": [
+        dict(_B, id="y", text="t", session_id="gone"),
+        dict(_M, entity="Nobody", block_id="b1", session_id="s1"),
+        dict(_M, entity="org_acme", block_id="lost", session_id="also gone"),
+    ],
+}
+
+
+def _outcome(store: Store, path: Path) -> tuple[str, int] | str:
+    try:
+        report = ingest_file(store, path, force=True)
+    except IngestError as exc:
+        return str(exc), exc.total
+    return json.dumps(report.as_dict() | {"run_id": None}, sort_keys=True)
+
+
+@pytest.mark.parametrize("case", sorted(_REFUSED))
+def test_a_small_input_is_refused_in_memory_as_staging_refuses_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The same problems, lines and counts whether the input is checked in memory or in the
+    store's staging; nothing is written either way, and the memory path leaves no staging."""
+    ingest_file(store, SMALL)
+    before = export_text(store)
+    path = _lines(tmp_path / "bad.jsonl", *_REFUSED[case])
+    in_memory = _outcome(store, path)
+    monkeypatch.setattr(ingest, "SMALL_IN_MEMORY", False)
+    staged = _outcome(store, path)
+    assert isinstance(in_memory, tuple), in_memory
+    assert in_memory == staged
+    assert export_text(store) == before
+    assert _staging_tables(store) == [] and store.fetch(f"SELECT * FROM {REGISTRY}") == []
+
+
+def test_a_small_input_is_written_in_memory_as_staging_writes_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names resolved against the store, a stored session referenced, an identical repeat
+    dropped, a stored session extended: the same report and store as through the store's
+    staging (here a DuckDB one), and the store is given no staging table."""
+    import memvault
+
+    later = dict(_S, id="s1", started_at="2026-01-05T10:00:00Z", ended_at="2026-01-05T12:00:00Z")
+    path = _lines(
+        tmp_path / "good.jsonl",
+        later,
+        dict(_B, id="x", text="t", session_id="s1"),
+        dict(_B, id="x", text="t", session_id="s1"),
+        dict(_M, entity="Ada Lovelace", block_id="x", session_id="s1"),
+        dict(_M, entity="org_acme", block_id="b1", session_id="s1"),
+    )
+    with memvault.open(f"duckdb://{tmp_path / 'staged.duckdb'}") as other:
+        ingest_file(other, SMALL)
+        monkeypatch.setattr(ingest, "SMALL_IN_MEMORY", False)
+        staged = _outcome(other, path), export_text(other)
+    monkeypatch.setattr(ingest, "SMALL_IN_MEMORY", True)
+    ingest_file(store, SMALL)
+    made: list[str] = []
+    monkeypatch.setattr(Staging, "append", lambda self, t, f: made.append(t))
+    assert (_outcome(store, path), export_text(store)) == staged
+    assert made == [], "a small input stages nothing in the store"
+    assert '"sessions_extended": 1' in staged[0] and '"block": 1' in staged[0]
