@@ -7,6 +7,7 @@ import os
 import pytest
 
 from tests.helpers import require_service
+from tests.perf import small_ingest_bench
 from tests.perf.ingest_bench import benchmark, report
 
 pytestmark = pytest.mark.perf
@@ -18,3 +19,15 @@ def test_ingest_throughput_against_naive_inserts(postgres_available: bool) -> No
     results = benchmark(blocks, naive_rows=int(os.environ.get("MEMVAULT_PERF_NAIVE_ROWS", "10000")))
     print("\n" + report(results))
     assert results["blocks"] == blocks
+
+
+@pytest.mark.parametrize("backend", ["duckdb", "postgresql"])
+def test_a_small_ingest_checked_in_memory_against_staged(
+    backend: str, postgres_available: bool
+) -> None:
+    """One session and one block (a remembered memory), both paths alternating in one run."""
+    if backend == "postgresql":
+        require_service(postgres_available, "PostgreSQL")
+    result = small_ingest_bench.benchmark(backend, 40)
+    print("\n" + small_ingest_bench.report(result))
+    assert result["in memory"]["round_trips"] < result["staged"]["round_trips"]
