@@ -17,6 +17,7 @@ import polars as pl
 
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.entities import entity_labels_of
 
 PHASE = "inbox"
 
@@ -32,12 +33,7 @@ def _decoded(store: Store, rows: pl.DataFrame) -> list[dict[str, Any]]:
     ids = sorted({e for item in items for e in item["entity_ids"]})
     names: dict[str, str] = {}
     if ids:
-        names = {
-            str(i): str(n)
-            for i, n in store.fetch(
-                "SELECT id, name FROM entities WHERE id = ANY(:ids)", {"ids": ids}
-            )
-        }
+        names = {i: name for i, (name, _) in entity_labels_of(store, ids).items()}
     for item in items:
         item["entities"] = [names.get(e, e) for e in item["entity_ids"]]
     return items

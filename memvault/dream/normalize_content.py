@@ -39,6 +39,7 @@ import polars as pl
 
 from memvault.normalize import MAX_TEXT_CHARS, split_text, utcnow
 from memvault.store import Store
+from memvault.store.queries.blocks import existing_blocks
 
 PHASE = "dream_consolidate"
 ENCODING_KINDS: tuple[str, ...] = ("mojibake", "surrogates", "control_characters", "unicode_form")
@@ -172,10 +173,7 @@ class ContentReport:
 def _part_ids(store: Store, block_id: str, n: int) -> list[str]:
     """Ids for parts 2..n of a block, as ingest names them, avoiding ids already taken."""
     wanted = [f"{block_id}~p{k}" for k in range(2, n + 1)]
-    taken = {
-        str(r[0])
-        for r in store.fetch("SELECT id FROM blocks WHERE id = ANY(:ids)", {"ids": wanted})
-    }
+    taken = existing_blocks(store, wanted)
     if not taken:
         return wanted
     stamp = f"{utcnow():%Y%m%d%H%M%S}"

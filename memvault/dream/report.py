@@ -7,7 +7,6 @@ and the report of a run can be rebuilt at any time.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,8 @@ import polars as pl
 
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.audit import audit_count
+from memvault.store.queries.runs import save_run_cursor
 
 STAGES: tuple[str, ...] = ("orient", "signal", "reflect", "consolidate", "prune")
 
@@ -26,10 +27,7 @@ def record_stage(store: Store, run_id: str, stage: str, figures: dict[str, Any])
         raise ValueError(f"no run {run_id}")
     cursor = run["cursor"]
     cursor.setdefault("stages", {})[stage] = figures
-    store.backend.execute(
-        "UPDATE runs SET cursor = :c WHERE id = :id",
-        {"id": run_id, "c": json.dumps(cursor, default=str, sort_keys=True)},
-    )
+    save_run_cursor(store, run_id, cursor)
 
 
 def stage_figures(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
@@ -132,7 +130,4 @@ def save_report(store: Store, report: DreamReport) -> str:
 
 def rows_written(store: Store, run_id: str, phase: str) -> int:
     """Audited changes a run made in one phase (both attempts, for a resumed run)."""
-    rows = store.fetch(
-        "SELECT count(*) FROM audit_log WHERE run_id = :r AND phase = :p", {"r": run_id, "p": phase}
-    )
-    return int(rows[0][0])
+    return audit_count(store, run_id, phase)

@@ -30,6 +30,7 @@ from memvault.normalize import utcnow
 from memvault.review.impact import impact_score, target_inputs
 from memvault.store import Store
 from memvault.store.audit import encode_image
+from memvault.store.queries.audit import audit_count, audited_targets
 
 RUN_KIND = "garden"
 APPROVE_RUN_KIND = "garden-approve"
@@ -170,17 +171,10 @@ class Ledger:
 
     def targets(self, run_id: str) -> set[str]:
         """Ids of everything the run wrote (its audit rows in this store)."""
-        rows = self.store.fetch(
-            "SELECT DISTINCT target_id FROM audit_log WHERE run_id = :r", {"r": run_id}
-        )
-        return {str(r[0]) for r in rows if r[0] is not None}
+        return audited_targets(self.store, run_id)
 
     def audit_rows(self, run_id: str) -> int:
-        return int(
-            self.store.fetch("SELECT count(*) FROM audit_log WHERE run_id = :r", {"r": run_id})[0][
-                0
-            ]
-        )
+        return audit_count(self.store, run_id)
 
     def fixed_before(
         self,

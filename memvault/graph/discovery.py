@@ -44,6 +44,7 @@ from memvault.graph.config import DiscoveryConfig, GraphConfig
 from memvault.graph.edges import EdgeReport
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.entities import active_entities
 from memvault.temporal.facts import IS_CURRENT
 
 PHASE = "dream_signal"
@@ -426,9 +427,7 @@ def discover(
     connected = connected.cast(
         {"id": pl.Utf8, "source_id": pl.Utf8, "target_id": pl.Utf8, "composite_weight": pl.Float64}
     )
-    entities = store.fetch_df(
-        "SELECT id AS entity_id, name, entity_type FROM entities WHERE status = 'active'"
-    )
+    entities = active_entities(store).rename({"id": "entity_id"})
     names = dict(zip(entities["entity_id"].to_list(), entities["name"].to_list(), strict=True))
     report.seconds["load"] = round(time.perf_counter() - started, 4)
 

@@ -45,7 +45,6 @@ updated only when its status changes or its signals moved by more than
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,6 +60,7 @@ from memvault.graph.config import SIGNALS, GraphConfig
 from memvault.graph.inputs import Graph, Inputs, build_graph, inputs_from_frames, load
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.runs import save_run_cursor
 
 PHASE = "dream_signal"
 CURSOR_KEY = inc.CURSOR_KEY
@@ -374,10 +374,7 @@ def _write_edges(
         row = store.run(run_id)
         state = row["cursor"] if row else {}
         state[CURSOR_KEY] = cursor
-        store.backend.execute(
-            "UPDATE runs SET cursor = :c WHERE id = :id",
-            {"id": run_id, "c": json.dumps(state, default=str, sort_keys=True)},
-        )
+        save_run_cursor(store, run_id, state)
 
 
 def _status_counts(

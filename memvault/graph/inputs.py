@@ -18,6 +18,8 @@ from memvault.embed.base import normalize_rows
 from memvault.graph import signals as sg
 from memvault.graph.config import SIGNALS, GraphConfig
 from memvault.store import Store
+from memvault.store.queries.audit import last_audit_id
+from memvault.store.queries.entities import active_entities
 from memvault.vectors import load_vectors
 
 ACTIVE_MENTIONS_SQL = """
@@ -102,7 +104,7 @@ def categories(values: pl.Series) -> pl.Series:
 def load(store: Store, config: GraphConfig) -> Inputs:
     """Everything an edge refresh reads; high-water marks first, so whatever lands later is
     seen again by the next run."""
-    audit_hw = int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
+    audit_hw = last_audit_id(store) or 0
     model = resolve_model(store, config.embedding_model)
     vectors_at = None
     vectors: tuple[list[str], np.ndarray] | None = None
@@ -114,7 +116,7 @@ def load(store: Store, config: GraphConfig) -> Inputs:
         vectors = load_vectors(store, "entity", model)
     inputs = inputs_from_frames(
         config,
-        store.fetch_df("SELECT id, entity_type FROM entities WHERE status = 'active'"),
+        active_entities(store).select("id", "entity_type"),
         store.fetch_df(ACTIVE_MENTIONS_SQL),
         vectors,
     )

@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from memvault.store import Store
+from memvault.store.queries.blocks import block_ages
 
 #: Days over which one recall's extension of the half-life wears off.
 ACCESS_WINDOW_DAYS = 30.0
@@ -167,15 +168,7 @@ def block_weights(
     retention (see the module docstring for the formulas). Reads the recall log, the boosts
     and the blocks' ages; writes nothing.
     """
-    if block_ids is None:
-        blocks = store.fetch_df(
-            "SELECT id AS block_id, created_at, last_accessed_at FROM blocks WHERE status = 'active'"
-        )
-    else:
-        blocks = store.fetch_df(
-            "SELECT id AS block_id, created_at, last_accessed_at FROM blocks WHERE id = ANY(:ids)",
-            {"ids": list(block_ids) or [""]},
-        )
+    blocks = block_ages(store, block_ids)
     schema = {
         "block_id": pl.Utf8,
         "created_at": pl.Datetime("us"),

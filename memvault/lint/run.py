@@ -28,6 +28,7 @@ from memvault.review.intake import Intake, propose_archives, queue_low_confidenc
 from memvault.review.policy import ReviewPolicy
 from memvault.review.queue import expire_overdue
 from memvault.store import Store
+from memvault.store.queries.triples import active_triple_ids
 from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
 
@@ -99,13 +100,7 @@ def settle_contradictions(store: Store) -> int:
         return 0
     pairs = {fid: _pair(evidence) for fid, evidence in rows}
     ids = sorted({t for pair in pairs.values() for t in pair})
-    active = {
-        r[0]
-        for r in store.fetch(
-            "SELECT id FROM triples WHERE status = 'active' AND id = ANY(CAST(:ids AS TEXT[]))",
-            {"ids": ids},
-        )
-    }
+    active = active_triple_ids(store, ids)
     settled = sorted(fid for fid, pair in pairs.items() if not set(pair) <= active)
     if settled:
         store.backend.execute(

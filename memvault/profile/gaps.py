@@ -34,6 +34,7 @@ from memvault.ids import stable_id
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
+from memvault.store.queries.entities import entity_labels
 
 #: The owner talks about A "often": in at least this many distinct sessions.
 MIN_VISITS = 5
@@ -168,7 +169,7 @@ def structural_gaps(
     ).filter((pl.col("a_visits") >= min_visits) & (pl.col("b_visits") == 0))
     if frame.is_empty():
         return [], visited
-    names = {str(i): str(n) for i, n in store.fetch("SELECT id, name FROM entities")}
+    names = {i: name for i, (name, _) in entity_labels(store).items()}
     grouped = (
         frame.with_columns(score=pl.col("a_visits") * pl.col("weight"))
         .sort(["score", "a"], descending=[True, False])

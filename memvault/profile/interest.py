@@ -19,6 +19,7 @@ from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, day_range
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
+from memvault.store.queries.entities import entity_labels
 
 #: The windows, in days, each its own asset.
 WINDOWS: tuple[int, ...] = (7, 30, 90)
@@ -57,10 +58,7 @@ def compute_interest(
         return pl.DataFrame()
     first, last = min(days), max(days)
     frame, covered = attention_frame(store, first - dt.timedelta(days=2 * window - 1), last)
-    names = {
-        str(i): (str(n), str(t))
-        for i, n, t in store.fetch("SELECT id, name, entity_type FROM entities")
-    }
+    names = entity_labels(store)
 
     def entity(eid: str, **extra: Any) -> dict[str, Any]:
         name, etype = names.get(eid, (eid, "unknown"))

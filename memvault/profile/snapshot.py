@@ -38,6 +38,7 @@ from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, day_bounds, day_range
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
+from memvault.store.queries.entities import entity_labels
 
 #: Co-mentions at which an edge reaches full weight (the graph's co-occurrence scale).
 SATURATION = 32
@@ -182,7 +183,6 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         if blocks.height
         else pl.DataFrame(schema={"created_at_day": pl.Date})
     )
-    names = store.fetch("SELECT id, name, entity_type FROM entities")
     linked = facts.filter(
         pl.col("object_id").is_not_null() & (pl.col("object_id") != pl.col("subject_id"))
     )
@@ -229,7 +229,7 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         recalls=recalls,
         sessions=sessions,
         blocks=blocks,
-        entities={str(i): (str(n), str(t)) for i, n, t in names},
+        entities=entity_labels(store),
     )
 
 

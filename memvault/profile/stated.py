@@ -22,6 +22,7 @@ import polars as pl
 
 from memvault.profile.interest import attention_frame
 from memvault.store import Store
+from memvault.store.queries.entities import active_entities
 from memvault.text_tokens import words
 
 WINDOW = 30
@@ -54,7 +55,7 @@ def named_entities(store: Store) -> dict[str, list[tuple[str, str]]]:
         return {}
     entities = [
         (eid, name, _words(name))
-        for eid, name in store.fetch("SELECT id, name FROM entities WHERE status = 'active'")
+        for eid, name in active_entities(store).select("id", "name").iter_rows()
         if len(_words(name).strip()) >= 3
     ]
     out: dict[str, list[tuple[str, str]]] = {}

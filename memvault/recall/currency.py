@@ -33,6 +33,8 @@ import ahocorasick
 
 from memvault.store import Store
 from memvault.store.backends import in_list
+from memvault.store.queries.audit import last_audit_id
+from memvault.store.queries.triples import triples_by_id
 
 #: A stale block's score is multiplied by this (it still shows, below what holds now).
 STALE_FACTOR = 0.5
@@ -123,9 +125,7 @@ def _follow_merges(store: Store, rows: list[dict[str, Any]]) -> None:
                          if r["status"] == "merged" and r["superseded_by"]} - known.keys())  # fmt: skip
         if not wanted:
             break
-        for row in store.fetch_df(
-            f"SELECT {FACT_COLUMNS} FROM triples WHERE id = ANY(:ids)", {"ids": wanted}
-        ).to_dicts():
+        for row in triples_by_id(store, wanted, FACT_COLUMNS).to_dicts():
             known[str(row["id"])] = row
     for row in merged:
         survivor, hops = row, 0
@@ -363,10 +363,6 @@ class StatedFacts:
         return [r for r in found if r["predicate"] in predicates] if predicates else found
 
 
-#: Changes whenever a fact is written: every write to ``triples`` (undo included) is audited.
-FACTS_MARK_SQL = "SELECT max(id) FROM audit_log WHERE target_table = 'triples'"
-
-
 class FactsCache:
     """The named entities' facts of a long-lived process, read again only when a fact changed.
 
@@ -381,7 +377,8 @@ class FactsCache:
 
     def check(self, store: Store) -> None:
         """Drop what was read when a fact was written since."""
-        mark = store.fetch(FACTS_MARK_SQL)[0][0]
+        # Changes whenever a fact is written: every write to triples (undo included) is audited.
+        mark = last_audit_id(store, "triples")
         if mark != self.mark:
             self.entries.clear()
             self._stated = None

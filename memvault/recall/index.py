@@ -52,6 +52,7 @@ from memvault.recall.speakers import (
 )
 from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
+from memvault.store.queries.blocks import active_block_ids, inactive_block_ids
 
 #: A list of ids this long or longer has its rows kept (see :meth:`Segment.rows_of`).
 MEMO_ROWS = 256
@@ -534,7 +535,7 @@ class SearchIndex:
         status changed without a newer time (gone), or a row stamped before the latest time
         read committed after it (missing). Returns the blocks whose presence changed."""
         touched: set[str] = set()
-        gone = {r[0] for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
+        gone = inactive_block_ids(store)
         was = self.main.live.copy()
         self.main.live &= ~np.isin(np.asarray(self.main.ids, dtype=object), list(gone))
         touched.update(self.main.ids[i] for i in np.flatnonzero(was & ~self.main.live))
@@ -547,8 +548,7 @@ class SearchIndex:
             searched = set(self.delta_texts) | {
                 self.main.ids[i] for i in np.flatnonzero(self.main.live).tolist()
             }
-            rows = store.fetch("SELECT id FROM blocks WHERE status = 'active'")
-            missing = sorted({str(r[0]) for r in rows} - searched)
+            missing = sorted(active_block_ids(store) - searched)
             if missing:
                 late = store.fetch_df(CHANGED_SQL, {"ids": missing})
                 for bid, text, _, written in late.iter_rows():

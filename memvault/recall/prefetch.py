@@ -42,6 +42,7 @@ from memvault.ids import stable_id
 from memvault.normalize import to_utc_naive, utcnow
 from memvault.recall.recaller import Recaller, signature_of
 from memvault.store import Store
+from memvault.store.queries.entities import entity_labels_of
 
 #: Predictions searched per run, at most.
 MAX_PREDICTIONS = 40
@@ -133,13 +134,7 @@ def _entity_predictions(
     if not weights:
         return []
     ids = list(weights)
-    info = {
-        r[0]: (r[1], r[2])
-        for r in store.fetch(
-            "SELECT id, name, entity_type FROM entities WHERE id = ANY(:ids) AND status = 'active'",
-            {"ids": ids},
-        )
-    }
+    info = entity_labels_of(store, ids, active_only=True)
     asked = _recalls(store, dt.datetime(1970, 1, 1), now)
     usual: dict[str, str] = {}
     if asked.height:

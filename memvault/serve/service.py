@@ -42,6 +42,7 @@ from memvault.serve.arguments import MAX_LIMIT
 from memvault.serve.queue import WriteQueue
 from memvault.serve.writer import ServeWriter
 from memvault.store import Store
+from memvault.store.queries.blocks import block_status
 
 #: The tool's argument names for the record fields a refusal may name.
 _FIELD_NAMES = (("created_at", "occurred_at"), ("role", "speaker"))
@@ -176,7 +177,7 @@ class MemoryService:
         them is matched: a remembered memory counts for its entities at once, not only after
         the night's extraction (else older memories of the same entity outrank it)."""
         index = self.recaller.index
-        known = self.writer.store.fetch("SELECT 1 FROM blocks WHERE id = :id", {"id": block["id"]})
+        known = block_status(self.writer.store, block["id"]) is not None
         if index is None or known:  # the same text again: its mentions are there already
             return []
         return [
@@ -264,8 +265,8 @@ def _optional_text(value: Any, name: str) -> None:
 
 def _inactive(store: Store, block_id: str) -> bool:
     """Whether a block of this id exists and is no longer active (undone, archived)."""
-    rows = store.fetch("SELECT status FROM blocks WHERE id = :id", {"id": block_id})
-    return bool(rows) and rows[0][0] != "active"
+    status = block_status(store, block_id)
+    return status is not None and status != "active"
 
 
 def _refusal(message: str) -> str:

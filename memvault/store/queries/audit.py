@@ -11,3 +11,32 @@ def changes_by_run(store: Store) -> dict[str, int]:
         str(run_id): int(n)
         for run_id, n in store.fetch("SELECT run_id, count(*) FROM audit_log GROUP BY run_id")
     }
+
+
+def audit_count(store: Store, run_id: str, phase: str | None = None) -> int:
+    """How many audited changes ``run_id`` made (in ``phase`` only, if given)."""
+    if phase is None:
+        rows = store.fetch("SELECT count(*) FROM audit_log WHERE run_id = :r", {"r": run_id})
+    else:
+        rows = store.fetch(
+            "SELECT count(*) FROM audit_log WHERE run_id = :r AND phase = :p",
+            {"r": run_id, "p": phase},
+        )
+    return int(rows[0][0])
+
+
+def audited_targets(store: Store, run_id: str) -> set[str]:
+    """The ids of every row ``run_id`` changed (of any table)."""
+    rows = store.fetch("SELECT DISTINCT target_id FROM audit_log WHERE run_id = :r", {"r": run_id})
+    return {str(r[0]) for r in rows if r[0] is not None}
+
+
+def last_audit_id(store: Store, table: str | None = None) -> int | None:
+    """The newest audit row's id (of changes to ``table`` only, if given); None when there is
+    none. Audit ids only grow, so a reader keeps it as a high-water mark: a different value
+    later means something was written since."""
+    if table is None:
+        rows = store.fetch("SELECT max(id) FROM audit_log")
+    else:
+        rows = store.fetch("SELECT max(id) FROM audit_log WHERE target_table = :t", {"t": table})
+    return None if rows[0][0] is None else int(rows[0][0])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+import polars as pl
 
 from memvault.store.store import Store
 
@@ -19,13 +21,45 @@ def tiers_of(store: Store, block_ids: Sequence[str]) -> dict[str, str]:
     return dict(rows)
 
 
+def existing_blocks(store: Store, block_ids: Sequence[str]) -> set[str]:
+    """The ids among ``block_ids`` that name a block (of any status)."""
+    rows = store.fetch("SELECT id FROM blocks WHERE id = ANY(:ids)", {"ids": list(block_ids)})
+    return {str(r[0]) for r in rows}
+
+
 def missing_blocks(store: Store, block_ids: Sequence[str]) -> list[str]:
     """The ids among ``block_ids`` that name no block, in the order given."""
-    held = {
-        str(r[0])
-        for r in store.fetch("SELECT id FROM blocks WHERE id = ANY(:ids)", {"ids": list(block_ids)})
-    }
+    held = existing_blocks(store, block_ids)
     return [b for b in block_ids if b not in held]
+
+
+def block_status(store: Store, block_id: str) -> str | None:
+    """The block's status (active, archived, ...); None when no block has this id."""
+    rows = store.fetch("SELECT status FROM blocks WHERE id = :id", {"id": block_id})
+    return str(rows[0][0]) if rows else None
+
+
+def active_block_ids(store: Store) -> set[str]:
+    """The ids of the active blocks."""
+    return {str(r[0]) for r in store.fetch("SELECT id FROM blocks WHERE status = 'active'")}
+
+
+def inactive_block_ids(store: Store) -> set[str]:
+    """The ids of the blocks no longer active (archived, superseded, undone, ...)."""
+    return {str(r[0]) for r in store.fetch("SELECT id FROM blocks WHERE status <> 'active'")}
+
+
+def block_ages(store: Store, block_ids: Iterable[str] | None = None) -> pl.DataFrame:
+    """block_id, created_at, last_accessed_at of the given blocks (any status), else of every
+    active block."""
+    if block_ids is None:
+        return store.fetch_df(
+            "SELECT id AS block_id, created_at, last_accessed_at FROM blocks WHERE status = 'active'"
+        )
+    return store.fetch_df(
+        "SELECT id AS block_id, created_at, last_accessed_at FROM blocks WHERE id = ANY(:ids)",
+        {"ids": list(block_ids) or [""]},
+    )
 
 
 def digested_block_count(store: Store) -> int:

@@ -1,6 +1,9 @@
-"""The ``runs`` family: which runs the store has had, for the command line and the demo."""
+"""The ``runs`` family: which runs the store has had, and what a run continues from."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import polars as pl
 
@@ -20,4 +23,12 @@ def latest_runs(store: Store, limit: int, kind: str | None = None) -> pl.DataFra
         f"SELECT id, kind, status, started_at, finished_at, error FROM runs {where} "
         f"ORDER BY started_at DESC, id DESC LIMIT {int(limit)}",
         {"kind": kind} if kind else None,
+    )
+
+
+def save_run_cursor(store: Store, run_id: str, cursor: dict[str, Any]) -> None:
+    """Replace the run's cursor (what a resumed or later run continues from) with ``cursor``."""
+    store.backend.execute(
+        "UPDATE runs SET cursor = :c WHERE id = :id",
+        {"id": run_id, "c": json.dumps(cursor, default=str, sort_keys=True)},
     )

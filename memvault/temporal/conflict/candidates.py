@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from memvault.store import Store
+from memvault.store.queries.entities import entity_labels_of
+from memvault.store.queries.triples import triples_by_id
 from memvault.temporal.conflict.judge import ConflictStatement, entity_names
 from memvault.temporal.conflict.model import ROW_SCHEMA, ConflictConfig, typed
 from memvault.temporal.conflict.rules import multi_duplicates, place_undated, preference_links
@@ -173,19 +175,13 @@ def judged_statements(
 
 
 def subject_names(store: Store, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
-    rows = store.fetch(
-        "SELECT id, name, entity_type FROM entities WHERE id = ANY(:ids)", {"ids": list(ids)}
-    )
-    return {r[0]: (r[1], r[2]) for r in rows}
+    return dict(entity_labels_of(store, ids))
 
 
 def flagged_rows(store: Store, ids: Sequence[str], grounding: Grounding) -> pl.DataFrame:
     """Triples by id with the flags :func:`pair_requests` reads (``functional``, ``preference``)."""
     rows = typed(
-        store.fetch_df(
-            f"SELECT {', '.join(ROW_SCHEMA)} FROM triples WHERE id = ANY(CAST(:ids AS TEXT[]))",
-            {"ids": sorted(set(ids))},
-        ),
+        triples_by_id(store, sorted(set(ids)), ROW_SCHEMA),
         ROW_SCHEMA,
     )
     flags = grounding.frame().select("predicate", "functional", "preference")

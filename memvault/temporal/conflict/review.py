@@ -15,6 +15,7 @@ from typing import Any
 
 from memvault.errors import JudgeError, MemvaultError
 from memvault.store import Store
+from memvault.store.queries.triples import triples_by_id
 from memvault.temporal.conflict.candidates import judged_statements
 from memvault.temporal.conflict.judge import (
     ConfirmReply,
@@ -148,10 +149,7 @@ def action_for_review(
     )
     a_id, b_id = str(proposal["triple_a"]), str(proposal["triple_b"])
     rows = typed(
-        store.fetch_df(
-            f"SELECT {', '.join(ROW_SCHEMA)} FROM triples WHERE id = ANY(:ids)",
-            {"ids": [a_id, b_id]},
-        ),
+        triples_by_id(store, [a_id, b_id], ROW_SCHEMA),
         ROW_SCHEMA,
     )
     if rows.height != 2:
