@@ -13,13 +13,12 @@ definitions got wrong.
 
 from __future__ import annotations
 
-import datetime as dt
-
 import polars as pl
 
 from memvault.lint.findings import Finding, LintReport
 from memvault.profile.stated import WINDOW, divergences
 from memvault.store import Store
+from memvault.store.queries.profile import latest_profile_day
 from memvault.temporal.grounding import Grounding, grounding_violations
 
 RULES = ("grounding", "volatile_predicate", "stale_entity", "attention_divergence")
@@ -102,10 +101,9 @@ def lint_grounding(store: Store, grounding: Grounding | None = None) -> LintRepo
 def attention_divergences(store: Store) -> list[Finding]:
     """The latest profiled day's attitudes that name something the owner has not attended to
     for a whole window (see :mod:`memvault.profile.stated`)."""
-    [(latest,)] = store.fetch("SELECT max(day) FROM profile_daily")
-    if latest is None:
+    day = latest_profile_day(store)
+    if day is None:
         return []
-    day = latest if isinstance(latest, dt.date) else dt.date.fromisoformat(str(latest))
     return [
         Finding(layer="L2", rule="attention_divergence", subject=d.attitude_id,
                 evidence={"statement": d.statement, "entity": d.entity_name,

@@ -18,6 +18,7 @@ import datetime as dt
 import json
 
 from memvault.store import Store
+from memvault.store.queries.profile import latest_top_entities
 
 #: What mentioning the snapshot's first entity adds to a candidate's score; the entity ranked
 #: k-th (from 0) adds ``FRESH_BIAS / (1 + k)``.
@@ -25,17 +26,15 @@ FRESH_BIAS = 0.05
 #: How many of the snapshot's top entities count.
 TOP_ENTITIES = 10
 
-LATEST_SQL = "SELECT top_entities FROM profile_daily WHERE day <= :d ORDER BY day DESC LIMIT 1"
-
 
 def attention(store: Store, day: dt.date) -> dict[str, float]:
     """Entity id -> the bias a memory mentioning it gets, from the newest snapshot of ``day``
     or before (empty without one)."""
-    rows = store.fetch(LATEST_SQL, {"d": day})
-    if not rows or not rows[0][0]:
+    raw = latest_top_entities(store, day)
+    if not raw:
         return {}
     try:
-        top = json.loads(rows[0][0])
+        top = json.loads(raw)
     except (TypeError, ValueError):
         return {}
     out: dict[str, float] = {}

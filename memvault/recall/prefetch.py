@@ -43,6 +43,7 @@ from memvault.normalize import to_utc_naive, utcnow
 from memvault.recall.recaller import Recaller, signature_of
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
+from memvault.store.queries.profile import latest_rising, latest_top_entities
 
 #: Predictions searched per run, at most.
 MAX_PREDICTIONS = 40
@@ -212,17 +213,10 @@ def _profile_entities(store: Store, now: dt.datetime) -> dict[str, float]:
     """The latest profile's top entities and the 7-day window's rising ones, by rank."""
     weights: dict[str, float] = {}
     day = now.date()
-    top = store.fetch(
-        "SELECT top_entities FROM profile_daily WHERE day <= :d ORDER BY day DESC LIMIT 1",
-        {"d": day},
-    )
-    rising = store.fetch(
-        "SELECT rising FROM interest_window WHERE day <= :d AND window_days = 7 "
-        "ORDER BY day DESC LIMIT 1",
-        {"d": day},
-    )
-    for rows in (top, rising):
-        items = json.loads(rows[0][0] or "[]") if rows else []
+    top = latest_top_entities(store, day)
+    rising = latest_rising(store, day, window_days=7)
+    for raw in (top, rising):
+        items = json.loads(raw or "[]")
         for rank, item in enumerate(items[:10]):
             weights[item["id"]] = weights.get(item["id"], 0.0) + 1.0 / (1 + rank)
     return weights

@@ -42,6 +42,27 @@ def interest_windows(store: Store, day: dt.date) -> pl.DataFrame:
     )
 
 
+def latest_top_entities(store: Store, day: dt.date) -> str | None:
+    """The top entities (JSON text) of the newest daily snapshot on or before ``day``; None
+    without one."""
+    rows = store.fetch(
+        "SELECT top_entities FROM profile_daily WHERE day <= :d ORDER BY day DESC LIMIT 1",
+        {"d": day},
+    )
+    return rows[0][0] if rows else None
+
+
+def latest_rising(store: Store, day: dt.date, window_days: int) -> str | None:
+    """The rising entities (JSON text) of the newest ``window_days`` interest window on or
+    before ``day``; None without one."""
+    rows = store.fetch(
+        "SELECT rising FROM interest_window WHERE day <= :d AND window_days = :w "
+        "ORDER BY day DESC LIMIT 1",
+        {"d": day, "w": window_days},
+    )
+    return rows[0][0] if rows else None
+
+
 def diary_page(store: Store, day: dt.date) -> pl.DataFrame:
     """The diary page of ``day``: day, kind, model, text (empty if none)."""
     return store.fetch_df("SELECT day, kind, model, text FROM diary WHERE day = :d", {"d": day})
