@@ -229,6 +229,9 @@ class MemoryStaging(Staging):
         super().__init__(store, source)
         self.db = _memory_db()
         self._stored: set[str] = set()
+        #: The staged rows of each type as they were appended, while they are still what its
+        #: table holds (no repeat dropped): read back from here, not through SQL.
+        self._frames: dict[str, pl.DataFrame] = {}
 
     def __enter__(self) -> MemoryStaging:
         return self
@@ -253,20 +256,37 @@ class MemoryStaging(Staging):
         with self.db.staged(table, rows) as view:
             if self.rows.get(type_name):
                 self.db.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+                self._frames.pop(type_name, None)
             else:
                 self.db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {view}")
+                self._frames[type_name] = rows
         self.rows[type_name] = self.rows.get(type_name, 0) + frame.height
 
     def ready(self) -> None:
         """Nothing to index: the rows are in memory, in input order."""
 
+    def drop_repeats(self, type_name: str) -> int:
+        repeats = super().drop_repeats(type_name)
+        if repeats:
+            self._frames.pop(type_name, None)  # the table holds fewer rows now
+        return repeats
+
+    def pages(
+        self, type_name: str, size: int, prepare: Callable[[pl.DataFrame], pl.DataFrame]
+    ) -> Iterator[pl.DataFrame]:
+        """As :meth:`Staging.pages`; the rows as appended when the table still holds them."""
+        frame = self._frames.get(type_name)
+        if frame is None:
+            yield from super().pages(type_name, size, prepare)
+            return
+        rows = frame.sort(SEQ).select(self.columns[type_name])
+        for start in range(0, rows.height, size):
+            yield prepare(rows.slice(start, size))
+
     def stored(self, kind_type: str, type_name: str, column: str) -> str:
         """The stored ``kind_type`` records that ``type_name``'s ``column`` names (and the
         input does not hold), asked of the store in one query and copied beside the input."""
         table = ident(f"stored_{MAPPINGS[kind_type].table}")
-        if table not in self._stored:
-            self.db.execute(f"CREATE TEMP TABLE {table} (id VARCHAR)")
-            self._stored.add(table)
         value = f"s.{ident(column)}"
         in_input = (
             f" AND NOT EXISTS (SELECT 1 FROM {self.table(kind_type)} k WHERE k.id = {value})"
@@ -286,11 +306,15 @@ class MemoryStaging(Staging):
                 {"ids": wanted},
             )
             if found:
+                if table not in self._stored:
+                    self.db.execute(f"CREATE TEMP TABLE {table} (id VARCHAR)")
+                    self._stored.add(table)
                 self.db.execute(
                     f"INSERT INTO {table} SELECT unnest(CAST(:ids AS VARCHAR[]))",
                     {"ids": [str(r[0]) for r in found]},
                 )
-        return table
+        # None found so far: no table, the same check against no rows.
+        return table if table in self._stored else "(SELECT CAST(NULL AS VARCHAR) AS id LIMIT 0)"
 
 
 _MEMORY: tuple[int, Any] | None = None
