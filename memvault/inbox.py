@@ -18,6 +18,7 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
+from memvault.store.tracked import tracked_run
 
 PHASE = "inbox"
 
@@ -66,13 +67,12 @@ def take_inbox(
     if rows.is_empty() or include_seen:
         return _decoded(store, rows)
     now = now or utcnow()
-    run_id = store.begin_run("inbox", {"limit": limit})
     changes = pl.DataFrame(
         {"id": rows["id"], "status": ["seen"] * rows.height, "shown_at": [now] * rows.height},
         schema_overrides={"shown_at": pl.Datetime("us")},
     )
-    with store.failing_run(run_id), store.mutation(run_id, PHASE) as m:
+    with tracked_run(store, "inbox", {"limit": limit}) as run, store.mutation(run.id, PHASE) as m:
         m.update_many("discovery_inbox", changes, action="inbox-seen", reason="shown")
-    store.finish_run(run_id, "succeeded", {"shown": rows.height})
+        run.stats = {"shown": rows.height}
     shown = rows.with_columns(status=pl.lit("seen"), shown_at=pl.lit(now, dtype=pl.Datetime("us")))
     return _decoded(store, shown)

@@ -33,6 +33,7 @@ from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcno
 from memvault.orphans import revive
 from memvault.records import RECORD_ADAPTER, RECORD_TYPES, BlockRecord, Record
 from memvault.store import Mutation, Store
+from memvault.store.tracked import tracked_run
 from memvault.testing_hooks import pause_point
 
 #: Problems collected before giving up on a file (all are reported in the error's count).
@@ -461,12 +462,11 @@ def ingest_records(
         report.split_blocks = read.split_blocks
         names = prepare(store, staging, read, source)
         del read
-        report.run_id = store.begin_run(
-            "ingest", {"source": source, "records": report.records}, run_id=run_id
-        )
-        with store.failing_run(report.run_id):
+        params = {"source": source, "records": report.records}
+        with tracked_run(store, "ingest", params, run_id=run_id) as run:
+            report.run_id = run.id
             _write(store, staging, names, report, source, source_hash, size_bytes)
-    store.finish_run(report.run_id, "succeeded", report.as_dict())
+            run.stats = report.as_dict()
     return report
 
 

@@ -8,19 +8,20 @@ stages times them and shows the figures; the stage itself knows nothing of Dagst
 
 A stage that fails after saving what lets a retry continue raises :class:`StageFailed` with
 its figures so far. A stage that needs a ``runs`` row of its own takes it from
-:func:`tracked_run`, which never leaves the row open: it ends ``succeeded`` or ``failed``.
+:func:`tracked_run` (:mod:`memvault.store.tracked`), which never leaves the row open: it
+ends ``succeeded`` or ``failed``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memvault.judge.base import Judge
-from memvault.store import Store
+from memvault.store.tracked import RunRow as RunRow
+from memvault.store.tracked import tracked_run as tracked_run
 
 
 class Report(Protocol):
@@ -107,34 +108,3 @@ def timed(stage: Stage) -> tuple[Report, float]:
     timer = Timer()
     report = stage.run()
     return report, timer.seconds
-
-
-@dataclass
-class RunRow:
-    """The ``runs`` row a piece of work writes under: its id, and the figures and status it
-    is finished with (set them inside the block)."""
-
-    id: str
-    stats: dict[str, Any] = field(default_factory=dict)
-    status: str = "succeeded"
-
-
-@contextmanager
-def tracked_run(
-    store: Store,
-    kind: str,
-    params: Mapping[str, Any] | None = None,
-    *,
-    run_id: str | None = None,
-) -> Iterator[RunRow]:
-    """Begin a run (or continue ``run_id``), yield it, and finish it: with its ``status``
-    and ``stats`` when the block ends, ``failed`` with the error when it raises. So no run
-    row is left ``running`` by work that stopped (``memvault runs`` shows what happened,
-    ``memvault undo`` takes its id either way)."""
-    row = RunRow(store.begin_run(kind, params, run_id=run_id))
-    try:
-        yield row
-    except BaseException as exc:
-        store.finish_run(row.id, "failed", row.stats, error=f"{type(exc).__name__}: {exc}")
-        raise
-    store.finish_run(row.id, row.status, row.stats)

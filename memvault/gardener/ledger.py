@@ -31,6 +31,7 @@ from memvault.review.impact import impact_score, target_inputs
 from memvault.store import Store
 from memvault.store.audit import encode_image
 from memvault.store.queries.audit import audit_count, audited_targets
+from memvault.store.tracked import tracked_run
 
 RUN_KIND = "garden"
 APPROVE_RUN_KIND = "garden-approve"
@@ -293,7 +294,6 @@ class Ledger:
         chosen = pending if ids is None else [p for p in pending if p.id in set(ids)]
         if not chosen:
             return []
-        run_id = self.store.begin_run(APPROVE_RUN_KIND, {"ids": [p.id for p in chosen]})
         now = utcnow()
         changes = pl.DataFrame(
             {
@@ -303,7 +303,11 @@ class Ledger:
                 "decision": [note] * len(chosen),
             }
         )
-        with self.store.mutation(run_id, "approve") as m:
+        params = {"ids": [p.id for p in chosen]}
+        with (
+            tracked_run(self.store, APPROVE_RUN_KIND, params) as run,
+            self.store.mutation(run.id, "approve") as m,
+        ):
             m.update_many("review_queue", changes, action="approve", reason=note)
-        self.store.finish_run(run_id, "succeeded", {"approved": len(chosen)})
+            run.stats = {"approved": len(chosen)}
         return [p.id for p in chosen]

@@ -40,7 +40,6 @@ import datetime as dt
 import json
 import math
 from collections.abc import Iterable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,6 +51,7 @@ from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, iso, normalize_text, to_utc_naive, utcnow
 from memvault.records import ATTITUDE_CATEGORIES, stable_id
 from memvault.store import Mutation, Store
+from memvault.store.tracked import own_or_callers_run
 
 if TYPE_CHECKING:
     from memvault.review.policy import ReviewPolicy
@@ -364,10 +364,11 @@ def upsert(
         inputs = ImpactInputs(layer=True, retires_current=True)
         impact = impact_score(inputs)
         decision = route(policy, calibrate(store, policy), REVIEW_KIND, confidence, impact)
-    own_run = run_id is None
-    run_id = run_id or store.begin_run(PHASE, {"category": category, "topic": topic})
-    guard = store.failing_run(run_id) if own_run else nullcontext()
-    with guard, store.mutation(run_id, PHASE) as m:
+    with (
+        own_or_callers_run(store, PHASE, {"category": category, "topic": topic}, run_id) as run,
+        store.mutation(run.id, PHASE) as m,
+    ):
+        run_id = run.id
         if head is None:
             new_id = write_version(
                 m, versions, category=category, topic=topic, statement=statement,
@@ -420,8 +421,7 @@ def upsert(
                 "queued", None, run_id, review_id=item_id, replaces=head["id"],
                 message=f"waits for review: memvault review approve {item_id}",
             )  # fmt: skip
-    if own_run:
-        store.finish_run(run_id, "succeeded", {"status": result.status, "id": result.attitude_id})
+        run.stats = {"status": result.status, "id": result.attitude_id}
     return result
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, normalize_text, to_utc_naive, utcnow
 from memvault.records import stable_id
 from memvault.store import Mutation, Store
+from memvault.store.tracked import own_or_callers_run
 
 HALF_LIFE_DAYS = 90.0
 #: (minimum experience, level), highest first.
@@ -185,19 +185,16 @@ def record_use(
     sid = skill_id_of(name)
     use_id = stable_id("sku", canonical_name(name), session_id, now)
     before = _level_of(store, sid)
-    own_run = run_id is None
-    run_id = run_id or store.begin_run(PHASE, {"skill": name})
-    guard = store.failing_run(run_id) if own_run else nullcontext()
-    with guard, store.mutation(run_id, PHASE) as m:
-        row = {"id": use_id, "skill_id": sid, "skill": name, "proficiency": proficiency,
-               "session_id": session_id, "evidence": evidence, "used_at": now}  # fmt: skip
-        if not m.insert("skill_uses", pl.DataFrame([row]), reason="a use of the skill"):
-            raise SkillError(f"this use of {name!r} at {now:%Y-%m-%d %H:%M:%S} is recorded")
-        recompute_skills(store, m, [sid], now, half_life)
-    level, xp = store.fetch("SELECT level, xp FROM skills WHERE id = :id", {"id": sid})[0]
-    if own_run:
-        store.finish_run(run_id, "succeeded", {"skill": name, "level": level})
-    return UseResult(use_id, sid, str(level), before, float(xp), run_id)
+    with own_or_callers_run(store, PHASE, {"skill": name}, run_id) as run:
+        with store.mutation(run.id, PHASE) as m:
+            row = {"id": use_id, "skill_id": sid, "skill": name, "proficiency": proficiency,
+                   "session_id": session_id, "evidence": evidence, "used_at": now}  # fmt: skip
+            if not m.insert("skill_uses", pl.DataFrame([row]), reason="a use of the skill"):
+                raise SkillError(f"this use of {name!r} at {now:%Y-%m-%d %H:%M:%S} is recorded")
+            recompute_skills(store, m, [sid], now, half_life)
+        level, xp = store.fetch("SELECT level, xp FROM skills WHERE id = :id", {"id": sid})[0]
+        run.stats = {"skill": name, "level": level}
+    return UseResult(use_id, sid, str(level), before, float(xp), run.id)
 
 
 def decay_skills(

@@ -41,6 +41,7 @@ from memvault.lifecycle.originals import originals_frame
 from memvault.lifecycle.weights import block_weights, effective_age_days
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.tracked import tracked_run
 
 TIERS: tuple[str, ...] = ("hot", "warm", "cold", "frozen")
 RANK = {t: i for i, t in enumerate(TIERS)}
@@ -351,14 +352,12 @@ def run_tiering(
     plan = plan_tiering(store, now, config)
     result = TieringResult(plan=plan, dry_run=dry_run)
     if not dry_run and plan.changes.height:
-        run_id = store.begin_run(
-            PHASE, {"now": plan.now.isoformat(), "changes": plan.changes.height}
-        )
-        result.run_id = run_id
-        with store.failing_run(run_id):
-            apply_tiering(store, plan, judge, run_id, result)
-        result.duration_s = time.monotonic() - started
-        store.finish_run(run_id, "succeeded", result.summary())
+        params = {"now": plan.now.isoformat(), "changes": plan.changes.height}
+        with tracked_run(store, PHASE, params) as run:
+            result.run_id = run.id
+            apply_tiering(store, plan, judge, run.id, result)
+            result.duration_s = time.monotonic() - started
+            run.stats = result.summary()
     result.duration_s = time.monotonic() - started
     return result
 

@@ -44,6 +44,7 @@ from memvault.recall.recaller import Recaller, signature_of
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
 from memvault.store.queries.profile import latest_rising, latest_top_entities
+from memvault.store.tracked import tracked_run
 
 #: Predictions searched per run, at most.
 MAX_PREDICTIONS = 40
@@ -347,11 +348,10 @@ def run_prefetch(
     the last ``hit_window_hours``."""
     now = to_utc_naive(now) if now is not None else utcnow()
     recaller = recaller or Recaller()
-    run_id = store.begin_run("prefetch", {"dagster_run_id": dagster_run_id, "now": now})
-    with store.failing_run(run_id):
-        report = refresh_prefetch(store, recaller, run_id, now, limit=limit, ttl_hours=ttl_hours)
+    with tracked_run(store, "prefetch", {"dagster_run_id": dagster_run_id, "now": now}) as run:
+        report = refresh_prefetch(store, recaller, run.id, now, limit=limit, ttl_hours=ttl_hours)
         report.hit_rate = hit_rate(store, now - dt.timedelta(hours=hit_window_hours), now)
-    store.finish_run(run_id, "succeeded", report.as_dict())
+        run.stats = report.as_dict()
     return report
 
 

@@ -35,6 +35,7 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.review.queue import OPEN, ReviewError, ReviewItem, Verdict, get_item
 from memvault.store import Mutation, Store
+from memvault.store.tracked import tracked_run
 
 #: Applies a decided item: (store, mutation, item, verdict) → a line saying what changed.
 Applier = Callable[[Store, Mutation, ReviewItem, Verdict], str]
@@ -179,25 +180,21 @@ def decide(
     applier = _APPLIERS.get(item.kind) or _APPLIERS.get(item.prefix)
     if applier is None:
         raise ReviewError(f"no way to apply review items of kind {item.kind!r}")
-    run_id = store.begin_run("review", {"item": item_id, "verdict": verdict, "by": by})
-    try:
-        with store.mutation(run_id, "review") as m:
-            applied = applier(store, m, item, verdict)
-            m.update(
-                "review_queue",
-                item_id,
-                {
-                    "status": "approved" if verdict == "correct" else "rejected",
-                    "decision": verdict,
-                    "decided_by": by,
-                    "decided_at": utcnow(),
-                    "note": note or applied,
-                },
-                action=f"review-{verdict}",
-                reason=note or applied,
-            )
-    except Exception as exc:
-        store.finish_run(run_id, "failed", error=str(exc))
-        raise
-    store.finish_run(run_id, "succeeded", {"item": item_id, "verdict": verdict})
-    return Decision(item_id, verdict, run_id, applied)
+    params = {"item": item_id, "verdict": verdict, "by": by}
+    with tracked_run(store, "review", params) as run, store.mutation(run.id, "review") as m:
+        applied = applier(store, m, item, verdict)
+        m.update(
+            "review_queue",
+            item_id,
+            {
+                "status": "approved" if verdict == "correct" else "rejected",
+                "decision": verdict,
+                "decided_by": by,
+                "decided_at": utcnow(),
+                "note": note or applied,
+            },
+            action=f"review-{verdict}",
+            reason=note or applied,
+        )
+        run.stats = {"item": item_id, "verdict": verdict}
+    return Decision(item_id, verdict, run.id, applied)

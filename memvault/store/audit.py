@@ -22,6 +22,7 @@ from memvault.ids import new_run_id
 from memvault.normalize import utcnow
 from memvault.store.backends import ident
 from memvault.store.tables import AUDITED_TABLES
+from memvault.store.tracked import tracked_run
 from memvault.testing_hooks import pause_point
 
 if TYPE_CHECKING:
@@ -323,9 +324,11 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
                 f"rows changed by {run_id} were changed again later by {names}; undo those first (or use --force)"
             )
     report = UndoReport(run_id=run_id, undo_run_id=new_run_id("undo"))
-    store.begin_run("undo", {"undoes": run_id}, run_id=report.undo_run_id)
     sources: list[dict[str, Any]] = []
-    with store.mutation(report.undo_run_id, "undo") as m:
+    with (
+        tracked_run(store, "undo", {"undoes": run_id}, run_id=report.undo_run_id) as undo,
+        store.mutation(undo.id, "undo") as m,
+    ):
         first = first.with_columns(pl.col("image").cast(pl.Utf8))
         for (table,), targets in first.group_by(["target_table"], maintain_order=True):
             report.restored[str(table)] += m.restore_many(
@@ -340,11 +343,7 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
                 "UPDATE runs SET status = 'succeeded' WHERE id = :id", {"id": undone}
             )
             _remember_sources(store, run["stats"].get("forgotten_sources", []))
-    store.finish_run(
-        report.undo_run_id,
-        "succeeded",
-        {"restored": dict(report.restored), "forgotten_sources": sources},
-    )
+        undo.stats = {"restored": dict(report.restored), "forgotten_sources": sources}
     return report
 
 

@@ -206,16 +206,6 @@ class Store:
             )
         return run_id
 
-    @contextmanager
-    def failing_run(self, run_id: str) -> Iterator[None]:
-        """Marks ``run_id`` failed (with the error) when the block raises, then re-raises; the
-        caller finishes it as succeeded after the block."""
-        try:
-            yield
-        except BaseException as exc:
-            self.finish_run(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-            raise
-
     def record_run(
         self, run_id: str, kind: str, at: dt.datetime, params: Mapping[str, Any] | None = None
     ) -> None:

@@ -376,15 +376,14 @@ def _layers(job: Job, clock: Clock) -> dict[str, Any]:
     import memvault
     from memvault.layers.attitudes import decay_attitudes
     from memvault.layers.skills import decay_skills
+    from memvault.store.tracked import tracked_run
 
     with memvault.open(job.url) as store:
         now = store.fetch("SELECT max(created_at) FROM blocks")[0][0] + dt.timedelta(days=1)
         with clock:
-            run_id = store.begin_run("layers", {"benchmark": "scale"})
-            with store.failing_run(run_id):
-                attitudes = decay_attitudes(store, now, run_id)
-                skills = decay_skills(store, now, run_id)
-            store.finish_run(run_id, "succeeded", {})
+            with tracked_run(store, "layers", {"benchmark": "scale"}) as run:
+                attitudes = decay_attitudes(store, now, run.id)
+                skills = decay_skills(store, now, run.id)
             _checkpoint(store)
     return {"summary": f"attitudes {attitudes.as_dict()}; skills {skills.as_dict()}"}
 
