@@ -157,6 +157,7 @@ def _launch_all(job: str, owners: list[str]) -> dict[str, str]:
 
 
 @pytest.mark.integration
+@pytest.mark.owners20  # the daemon-queue night (test_owner_night.py) covers it in the default run
 @pytest.mark.timeout(1800)
 def test_a_night_of_four_owners_on_two_celery_workers(
     deployment: dict[str, str], workers: list[subprocess.Popen]
