@@ -7,6 +7,10 @@ one audited transaction at the end. So a process holds one chunk at a time, neve
 and the ingest stays all or nothing: until that transaction commits, nothing of the input is
 visible. Every ingest in progress is registered in ``ingest_staging`` with its process; the
 staging of one that died (killed, out of memory) is dropped by the next ingest or run.
+
+An input that fits in one chunk is staged in this process's own in-memory DuckDB instead
+(:class:`MemoryStaging`) and checked by the same SQL: tables made, registered and dropped in
+the store would cost a small input (a remembered memory) more than its write.
 """
 
 from __future__ import annotations
