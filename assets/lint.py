@@ -134,8 +134,10 @@ def lint(
     review: ReviewResource,
     embedder: EmbedderResource,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    with retried_on_llm_trouble(), store.open() as opened:
-        layers = LintTrack(
+    with (
+        retried_on_llm_trouble(),
+        store.open() as opened,
+        LintTrack(
             opened,
             track_run_id(context, "lint"),
             judge=lambda: llm.build(cache=StoreJudgeCache(opened)),
@@ -144,7 +146,8 @@ def lint(
             similarity=lint.similarity,
             pairs_per_100=lint.pairs_per_100,
             warn=context.log.warning,
-        )
+        ) as layers,
+    ):
         yield from materialize_stages(
             context, layers.stages(), checks_after={CONFIRM: layers.checks()}
         )

@@ -28,6 +28,7 @@ from memvault.review.intake import Intake, propose_archives, queue_low_confidenc
 from memvault.review.policy import ReviewPolicy
 from memvault.review.queue import expire_overdue
 from memvault.store import Store
+from memvault.store.queries.runs import last_run_with_stage
 from memvault.store.queries.triples import active_triple_ids
 from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
@@ -37,13 +38,14 @@ LINT_KIND = "lint"
 
 def begin_lint(store: Store, run_id: str) -> dt.datetime | None:
     """Begin (or, re-executed, continue) a lint run; returns the start of the last successful
-    lint before it (None for the first), from which the semantic layer reads new facts."""
+    lint that ran the semantic layer (None for the first), from which that layer reads new
+    facts (a lint of only some layers leaves the mark where it was)."""
     existing = store.run(run_id)
     if existing is not None:
         store.begin_run(LINT_KIND, run_id=run_id)
         since = existing["params"].get("since")
         return dt.datetime.fromisoformat(since) if since else None
-    last = store.last_run(LINT_KIND)
+    last = last_run_with_stage(store, LINT_KIND, "L3")
     since = last["started_at"] if last else None
     store.begin_run(LINT_KIND, {"since": since.isoformat() if since else None}, run_id=run_id)
     return since

@@ -2,14 +2,16 @@
 
 Every layer of one lint shares its run (a ``runs`` row of kind ``lint``, begun or continued
 when the track is made), so a lint re-executed from a failed layer continues the same lint;
-a layer that raises marks the run failed until it is continued, and the review queue, the
-last stage, finishes it.
+a layer that raises marks the run failed until it is continued. The track is used as a
+context: the run is finished when the block ends, whichever of the layers it ran (a lint of
+only some layers leaves no open run row).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from memvault.embed import Embedder
 from memvault.judge.base import Judge
@@ -57,6 +59,24 @@ class LintTrack:
         self.judge, self.embedder, self.policy, self.warn = judge, embedder, policy, warn
         self.similarity, self.pairs_per_100 = similarity, pairs_per_100
         self.since = begin_lint(store, run_id)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Finish the lint's run: ``succeeded`` when the layers asked for ended, ``failed``
+        with the error otherwise (a layer that raised has marked it already)."""
+        if error is None:
+            self.store.finish_run(self.run_id, "succeeded")
+            return
+        row = self.store.run(self.run_id)
+        if row is not None and row["status"] == "running":
+            self.store.finish_run(self.run_id, "failed", error=f"{type(error).__name__}: {error}")
 
     def stages(self) -> list[Stage]:
         return [
@@ -137,7 +157,6 @@ class LintTrack:
             **tending.metadata(),
             **calibrate(self.store, policy).metadata(policy),
         }
-        self.store.finish_run(self.run_id, "succeeded")
         if tending.expired:
             self.warn(
                 f"{len(tending.expired)} review items passed their deadline: not applied, still "

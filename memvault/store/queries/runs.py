@@ -32,3 +32,18 @@ def save_run_cursor(store: Store, run_id: str, cursor: dict[str, Any]) -> None:
         "UPDATE runs SET cursor = :c WHERE id = :id",
         {"id": run_id, "c": json.dumps(cursor, default=str, sort_keys=True)},
     )
+
+
+def last_run_with_stage(store: Store, kind: str, stage: str) -> dict[str, Any] | None:
+    """The newest succeeded run of ``kind`` that ran ``stage`` (its cursor holds the stage's
+    figures): a run that ran only some of its stages is not the mark the others count from."""
+    rows = store.fetch(
+        "SELECT id FROM runs WHERE kind = :k AND status = 'succeeded' AND cursor LIKE :s "
+        "ORDER BY started_at DESC, id DESC",
+        {"k": kind, "s": f'%"{stage}"%'},
+    )
+    for (run_id,) in rows:
+        run = store.run(run_id)
+        if run is not None and stage in run["cursor"].get("stages", {}):
+            return run
+    return None
