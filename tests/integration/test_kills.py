@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import memvault
+from memvault.ingest import CHUNK_RECORDS
 from memvault.temporal import data_loss_violations
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
 from tests.dagster.dream_support import seed_demo_store
@@ -105,10 +106,17 @@ def test_a_killed_garden_run_does_not_block_the_next(tmp_path: Path, env: dict[s
     assert _running(store) == []
 
 
-def test_a_killed_ingest_leaves_nothing_half_written(tmp_path: Path, env: dict[str, str]) -> None:
+@pytest.mark.parametrize("staged", [True, False], ids=["staged in the store", "in memory"])
+def test_a_killed_ingest_leaves_nothing_half_written(
+    tmp_path: Path, env: dict[str, str], staged: bool
+) -> None:
     records, _ = generate(DemoConfig(sessions=150, days=120, seed=5, end=TEST_NOW))
     history = tmp_path / "history.jsonl"
     write_jsonl(records, history)
+    if staged:  # past one chunk (the second copy repeats the first identically: dropped)
+        history.write_text(history.read_text() * 2)
+    lines = len(history.read_text().splitlines())
+    assert (lines > CHUNK_RECORDS) == staged
     clean = f"duckdb://{tmp_path / 'clean.duckdb'}"
     _run(["ingest", str(history), "--store", clean], env, tmp_path)
     store = f"duckdb://{tmp_path / 'store.duckdb'}"
@@ -119,7 +127,8 @@ def test_a_killed_ingest_leaves_nothing_half_written(tmp_path: Path, env: dict[s
             "triples": 0,
             "audit_log": 0,
         }, "every row was inserted before the kill, none may be left"
-        assert opened.fetch("SELECT count(*) FROM ingest_staging") == [(1,)]  # its staging
+        # its staging, when it had one in the store
+        assert opened.fetch("SELECT count(*) FROM ingest_staging") == [(int(staged),)]
     _run(["ingest", str(history), "--store", store], env, tmp_path)
     with memvault.open(store) as a, memvault.open(clean) as b:
         assert a.counts() == b.counts()
