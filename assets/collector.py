@@ -14,6 +14,7 @@ from assets.common import (
     md_table,
     retried_on_llm_trouble,
 )
+from assets.stage_adapter import shown
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.references import dangling_counts
@@ -120,17 +121,7 @@ def memory_embeddings(
             model,
             on_progress=lambda done, total: context.log.debug(f"embedded {done}/{total}"),
         )
-    return dg.MaterializeResult(
-        metadata={
-            "model": report.model,
-            "dim": report.dim,
-            "embedded_blocks": report.embedded.get("block", 0),
-            "embedded_entities": report.embedded.get("entity", 0),
-            "vectors_blocks": report.total.get("block", 0),
-            "vectors_entities": report.total.get("entity", 0),
-            "duration_s": timer.seconds,
-        }
-    )
+    return dg.MaterializeResult(metadata=shown(report, timer.seconds))
 
 
 collect_job = dg.define_asset_job(

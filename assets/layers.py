@@ -12,8 +12,8 @@ import datetime as dt
 import dagster as dg
 from pydantic import Field
 
-from assets.common import OWNERS, STORE_POOL, after, kinds, md_table, timestamp
-from assets.stage_adapter import step_run
+from assets.common import OWNERS, STORE_POOL, after, kinds
+from assets.stage_adapter import shown, step_run
 from memvault.layers.attitudes import REVIEW_KIND, binding, decay_attitudes
 from memvault.layers.skills import LEVEL_LABELS, decay_skills, skill_table
 from memvault.normalize import to_utc_naive, utcnow
@@ -61,19 +61,16 @@ def attitude_decay(
         stopped = report.stopped_rows(binding(opened, now, settings))
         waiting = len(list_items(opened, kinds=[REVIEW_KIND]))
     return dg.MaterializeResult(
-        metadata={
-            "decayed": report.decayed,
-            "still_binding": report.binding,
-            "no_longer_binding": report.not_binding,
-            "stopped_binding_now": len(report.stopped_binding),
-            "waiting_for_review": waiting,
-            "decay_per_day": settings.decay_per_day,
-            "binding_threshold": settings.binding_threshold,
-            "aged_to": timestamp(now),
-            "run_id": run.id,
-            "duration_s": timer.seconds,
-            "stopped_binding": md_table(stopped),
-        }
+        metadata=shown(
+            report,
+            timer.seconds,
+            waiting_for_review=waiting,
+            decay_per_day=settings.decay_per_day,
+            binding_threshold=settings.binding_threshold,
+            aged_to=now,
+            run_id=run.id,
+            stopped_binding=stopped,
+        )
     )
 
 
@@ -100,7 +97,7 @@ def skill_levels(
             report = decay_skills(opened, now, run.id, layers.skill_half_life_days)
             run.stats = report.as_dict()
         table = skill_table(opened)
-    shown = [
+    skills = [
         {
             "skill": r["name"],
             "level": f"{r['level']} {LEVEL_LABELS[r['level']]}",
@@ -109,19 +106,15 @@ def skill_levels(
         }
         for r in table.head(30).iter_rows(named=True)
     ]
-    moved = [{"skill": n, "change": "up"} for n in report.up] + [
-        {"skill": n, "change": "down"} for n in report.down
-    ]
     return dg.MaterializeResult(
-        metadata={
-            **report.as_dict(),
-            "half_life_days": layers.skill_half_life_days,
-            "aged_to": timestamp(now),
-            "run_id": run.id,
-            "duration_s": timer.seconds,
-            "level_changes": md_table(moved[:30]),
-            "skills": md_table(shown),
-        }
+        metadata=shown(
+            report,
+            timer.seconds,
+            half_life_days=layers.skill_half_life_days,
+            aged_to=now,
+            run_id=run.id,
+            skills=skills,
+        )
     )
 
 

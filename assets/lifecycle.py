@@ -22,6 +22,7 @@ from assets.common import (
     retried_on_llm_trouble,
     with_upstream,
 )
+from assets.stage_adapter import shown
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.originals import (
     FINDABILITY_SAMPLE,
@@ -30,7 +31,7 @@ from memvault.lifecycle.originals import (
     findability,
 )
 from memvault.lifecycle.tiering import digest_violations, run_tiering
-from memvault.lifecycle.weights import block_weights, weights_summary
+from memvault.lifecycle.weights import WeightsReport, block_weights, weights_summary
 from memvault.normalize import utcnow
 from memvault.recall import Recaller
 from memvault.stage import Timer
@@ -58,15 +59,8 @@ GROUP = "lifecycle"
 def usage_weights(store: StoreResource) -> dg.MaterializeResult:
     timer = Timer()
     with store.open() as opened:
-        summary = weights_summary(block_weights(opened, utcnow()))
-    histogram = summary.pop("multiplier_histogram")
-    return dg.MaterializeResult(
-        metadata={
-            **summary,
-            "multiplier_distribution": md_table(histogram, ("access multiplier", "blocks")),
-            "duration_s": timer.seconds,
-        }
-    )
+        report = WeightsReport(weights_summary(block_weights(opened, utcnow())))
+    return dg.MaterializeResult(metadata=shown(report, timer.seconds))
 
 
 DIGESTS_KEPT = dg.AssetCheckSpec(

@@ -29,11 +29,10 @@ from assets.common import (
     expectations_spec,
     judge_metadata,
     kinds,
-    md_table,
     retried_on_llm_trouble,
     with_upstream,
 )
-from assets.stage_adapter import step_run
+from assets.stage_adapter import shown, step_run
 from memvault import clock
 from memvault.grounded_text import REASONS as REFUSALS
 from memvault.judge.store_cache import StoreJudgeCache
@@ -281,28 +280,7 @@ def knowledge_gaps(context: dg.AssetExecutionContext, store: StoreResource) -> d
     with store.open() as opened, step_run(context, opened, "gaps") as run:
         report = refresh_gaps(opened, run.id)
         run.stats = report.as_dict()
-    open_rows = [r for r in report.rows if r["status"] == "open"]
-    return dg.MaterializeResult(
-        metadata={
-            "gaps_opened": report.opened,
-            "gaps_updated": report.updated,
-            "gaps_answered": report.answered,
-            "open_recall": report.open_by_kind.get("recall", 0),
-            "open_structural": report.open_by_kind.get("structural", 0),
-            "answered_total": report.answered_total,
-            "duration_s": timer.seconds,
-            "open_gaps": md_table(
-                [
-                    {
-                        "kind": r["kind"],
-                        "gap": r["detail"].get("entity") or r["query_signature"],
-                        "why": r["detail"].get("reason", ""),
-                    }
-                    for r in open_rows[:20]
-                ]
-            ),
-        }
-    )
+    return dg.MaterializeResult(metadata=shown(report, timer.seconds))
 
 
 PROFILE_ASSETS: list[dg.AssetsDefinition] = [

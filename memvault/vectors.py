@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -35,6 +36,17 @@ class EmbedReport:
     dim: int
     embedded: dict[str, int]
     total: dict[str, int]
+
+    def metadata(self) -> dict[str, Any]:
+        """The model, and the vectors embedded in this pass and held in all, per kind."""
+        return {
+            "model": self.model,
+            "dim": self.dim,
+            "embedded_blocks": self.embedded.get("block", 0),
+            "embedded_entities": self.embedded.get("entity", 0),
+            "vectors_blocks": self.total.get("block", 0),
+            "vectors_entities": self.total.get("entity", 0),
+        }
 
 
 def stale_texts(

@@ -21,9 +21,7 @@ from assets.common import (
     STORE_POOL,
     as_metadata,
     kinds,
-    md_table,
     retried_on_llm_trouble,
-    timestamp,
 )
 from assets.stage_adapter import materialize, track_run_id
 from memvault.dream import orient
@@ -170,15 +168,7 @@ def dream_orient(
         stats = orient(opened)
         record_stage(opened, run_id, "orient", stats.as_dict())
     return dg.MaterializeResult(
-        metadata={
-            "dream_run_id": run_id,
-            "dry_run": dream.dry_run,
-            "last_dream_at": timestamp(stats.last_dream_at),
-            **{f"new_{table}": n for table, n in stats.new.items()},
-            "active_triples": stats.active_triples,
-            "open_reviews": stats.open_reviews,
-            "store_rows": md_table(stats.totals, ("table", "rows")),
-        }
+        metadata={"dream_run_id": run_id, "dry_run": dream.dry_run, **as_metadata(stats.metadata())}
     )
 
 

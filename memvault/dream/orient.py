@@ -31,6 +31,17 @@ class OrientStats:
     def sessions_since(self) -> int:
         return self.new.get("sessions", 0)
 
+    def metadata(self) -> dict[str, Any]:
+        """What is new since the last dream (``never`` before the first), and the store's
+        rows per table."""
+        return {
+            "last_dream_at": self.last_dream_at or "never",
+            **{f"new_{table}": n for table, n in self.new.items()},
+            "active_triples": self.active_triples,
+            "open_reviews": self.open_reviews,
+            "store_rows": [{"table": t, "rows": n} for t, n in self.totals.items()],
+        }
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["last_dream_at"] = self.last_dream_at.isoformat() if self.last_dream_at else None

@@ -128,6 +128,15 @@ class DecayReport:
             "stopped_binding": len(self.stopped_binding),
         }
 
+    def metadata(self) -> dict[str, Any]:
+        """The pass's counts (the preferences that stopped binding are :meth:`stopped_rows`)."""
+        return {
+            "decayed": self.decayed,
+            "still_binding": self.binding,
+            "no_longer_binding": self.not_binding,
+            "stopped_binding_now": len(self.stopped_binding),
+        }
+
     def stopped_rows(self, current: pl.DataFrame, most: int = 20) -> list[dict[str, str]]:
         """The preferences that stopped binding in this pass, as an orchestrator lists them:
         category, statement, decayed confidence and days since their last evidence."""

@@ -151,6 +151,13 @@ class SkillDecayReport:
             **{f"skills_{level}": self.per_level.get(level, 0) for _, level in reversed(LEVELS)},
         }
 
+    def metadata(self) -> dict[str, Any]:
+        """The counts, and the first 30 skills whose level moved (up or down)."""
+        moved = [{"skill": n, "change": "up"} for n in self.up] + [
+            {"skill": n, "change": "down"} for n in self.down
+        ]
+        return {**self.as_dict(), "level_changes": moved[:30]}
+
 
 def _level_of(store: Store, skill_id: str) -> str | None:
     rows = store.fetch("SELECT level FROM skills WHERE id = :id", {"id": skill_id})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -281,3 +282,21 @@ def weights_summary(weights: pl.DataFrame) -> dict[str, Any]:
         "multiplier_max": round(float(m.max() or 1.0), 3),  # type: ignore[arg-type]
         "multiplier_histogram": labels,
     }
+
+
+@dataclass(frozen=True)
+class WeightsReport:
+    """The weights' summary as a stage reports it (:func:`weights_summary`)."""
+
+    summary: Mapping[str, Any]
+
+    def metadata(self) -> dict[str, Any]:
+        """The summary's figures, its histogram as the multiplier's distribution."""
+        figures = dict(self.summary)
+        histogram = figures.pop("multiplier_histogram")
+        return {
+            **figures,
+            "multiplier_distribution": [
+                {"access multiplier": bucket, "blocks": n} for bucket, n in histogram.items()
+            ],
+        }

@@ -80,6 +80,26 @@ class GapReport:
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "rows"}
 
+    def metadata(self) -> dict[str, Any]:
+        """The refresh's figures, and the first 20 gaps still open (kind, gap, why)."""
+        open_rows = [r for r in self.rows if r["status"] == "open"]
+        return {
+            "gaps_opened": self.opened,
+            "gaps_updated": self.updated,
+            "gaps_answered": self.answered,
+            "open_recall": self.open_by_kind.get("recall", 0),
+            "open_structural": self.open_by_kind.get("structural", 0),
+            "answered_total": self.answered_total,
+            "open_gaps": [
+                {
+                    "kind": r["kind"],
+                    "gap": r["detail"].get("entity") or r["query_signature"],
+                    "why": r["detail"].get("reason", ""),
+                }
+                for r in open_rows[:20]
+            ],
+        }
+
 
 def _recalls(store: Store) -> pl.DataFrame:
     log = store.fetch_df("SELECT intent_label, entities, verdict, created_at FROM recall_log")
