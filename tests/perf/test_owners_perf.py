@@ -367,7 +367,11 @@ def _run_figures(instance: dg.DagsterInstance, launch: Launch) -> RunFigures:
         elif kind in ("PIPELINE_SUCCESS", "PIPELINE_FAILURE", "PIPELINE_CANCELED"):
             run_end = at
             if kind != "PIPELINE_SUCCESS":
-                errors.append(record.user_message[:2000])
+                error = getattr(event.event_specific_data, "error", None)
+                errors.append(f"{record.user_message} {error or ''}"[:3000])
+        elif kind == "ENGINE_EVENT" and getattr(event.event_specific_data, "error", None):
+            errors.append(f"{record.user_message} {event.event_specific_data.error}"[:3000])  # type: ignore[union-attr]
+            continue
         elif step is None:
             continue
         elif kind == "STEP_START":
