@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -61,6 +61,7 @@ from memvault.graph.inputs import Graph, Inputs, build_graph, inputs_from_frames
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.runs import save_run_cursor
+from memvault.store.tracked import RunRow, tracked_run
 
 PHASE = "dream_signal"
 CURSOR_KEY = inc.CURSOR_KEY
@@ -325,21 +326,20 @@ def _write(
     archives: list[str],
     cursor: dict[str, Any],
 ) -> None:
-    own_run = store.run(run_id) is None
-    if own_run:
-        store.begin_run("graph", {"stage": "edges"}, run_id=run_id)
-    try:
+    """Write the changes under ``run_id``: the dream's run when it is one of its stages, else
+    a run of its own, finished (or failed) here."""
+    run = (
+        tracked_run(store, "graph", {"stage": "edges"}, run_id=run_id)
+        if store.run(run_id) is None
+        else nullcontext(RunRow(run_id))
+    )
+    with run as row:
         _write_edges(store, run_id, config, inserts, updates, archives, cursor)
-    except Exception as exc:
-        if own_run:
-            store.finish_run(run_id, "failed", error=str(exc))
-        raise
-    if own_run:
-        store.finish_run(
-            run_id,
-            "succeeded",
-            {"inserted": inserts.height, "updated": updates.height, "archived": len(archives)},
-        )
+        row.stats = {
+            "inserted": inserts.height,
+            "updated": updates.height,
+            "archived": len(archives),
+        }
 
 
 def _write_edges(
