@@ -11,6 +11,7 @@ Celery workers. The daemon's sensors are stopped first: the test decides which r
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +31,25 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 LOCATION = "pipelines.definitions"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def deployment_env(home: Path, root: Path, broker: str, backend: str) -> dict[str, str]:
+    """The environment every process of a test deployment shares (webserver, daemon, run
+    processes, workers): its instance in ``home`` (deploy/dagster.owners.yaml copied there),
+    its owners registry and inboxes under ``root``, the Celery executor on ``broker``."""
+    shutil.copy(ROOT / "deploy" / "dagster.owners.yaml", home / "dagster.yaml")
+    return {
+        "DAGSTER_HOME": str(home),
+        "MEMVAULT_OWNERS": str(root / "owners.json"),
+        "MEMVAULT_INBOX": str(root / "inbox"),
+        "MEMVAULT_EMBEDDER": "hashing",
+        "MEMVAULT_CLAUDE_PROJECTS": "none",
+        "MEMVAULT_EXECUTOR": "celery",
+        "MEMVAULT_CELERY_BROKER": broker,
+        "MEMVAULT_CELERY_BACKEND": backend,
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
 
 
 def _stop(process: subprocess.Popen, grace: float = 30) -> None:

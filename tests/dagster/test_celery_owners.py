@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import pytest
 import memvault
 from memvault.owners import PARTITIONS_NAME, Registry
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
+from tests.dagster.owner_night import deployment_env
 from tests.helpers import PG_URL, TEST_NOW, require_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,19 +52,7 @@ def deployment(
     """The registry of four owners (two DuckDB files, one PostgreSQL schema, one corrupt file),
     each with a small history in their inbox, and the environment of every process."""
     require_service(_redis_up(), f"Redis at {BROKER}")
-    shutil.copy(ROOT / "deploy" / "dagster.owners.yaml", pg_dagster_home / "dagster.yaml")
-    env = {
-        "DAGSTER_HOME": str(pg_dagster_home),
-        "MEMVAULT_OWNERS": str(tmp_path / "owners.json"),
-        "MEMVAULT_INBOX": str(tmp_path / "inbox"),
-        "MEMVAULT_EMBEDDER": "hashing",
-        "MEMVAULT_CLAUDE_PROJECTS": "none",
-        "MEMVAULT_EXECUTOR": "celery",
-        "MEMVAULT_CELERY_BROKER": BROKER,
-        "MEMVAULT_CELERY_BACKEND": BACKEND,
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = deployment_env(pg_dagster_home, tmp_path, BROKER, BACKEND)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("MEMVAULT_LLM_BASE_URL", raising=False)

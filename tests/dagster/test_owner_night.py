@@ -15,9 +15,7 @@ docs/deploy.md for the command and what it costs).
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,10 +27,10 @@ import memvault
 from memvault.owners import PARTITIONS_NAME, Registry
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
 from tests.dagster.owner_night import (
-    BIN,
     ROOT,
     celery_workers,
     daemon,
+    deployment_env,
     launchpad,
     step_events,
     steps_done,
@@ -86,19 +84,7 @@ def deployment(
     """``count`` owners, DuckDB files and PostgreSQL schemas in turn, each with a history in
     their inbox; the environment every process of the deployment shares."""
     require_service(_redis_up(), f"Redis at {BROKER}")
-    shutil.copy(ROOT / "deploy" / "dagster.owners.yaml", pg_dagster_home / "dagster.yaml")
-    env = {
-        "DAGSTER_HOME": str(pg_dagster_home),
-        "MEMVAULT_OWNERS": str(tmp_path / "owners.json"),
-        "MEMVAULT_INBOX": str(tmp_path / "inbox"),
-        "MEMVAULT_EMBEDDER": "hashing",
-        "MEMVAULT_CLAUDE_PROJECTS": "none",
-        "MEMVAULT_EXECUTOR": "celery",
-        "MEMVAULT_CELERY_BROKER": BROKER,
-        "MEMVAULT_CELERY_BACKEND": BACKEND,
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = deployment_env(pg_dagster_home, tmp_path, BROKER, BACKEND)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("MEMVAULT_LLM_BASE_URL", raising=False)

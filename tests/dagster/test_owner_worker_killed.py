@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,7 +29,13 @@ import memvault
 from memvault.owners import PARTITIONS_NAME, Registry
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
 from pipelines.cli.app import app
-from tests.dagster.owner_night import BIN, ROOT, celery_workers, step_events, steps_done
+from tests.dagster.owner_night import (
+    ROOT,
+    celery_workers,
+    deployment_env,
+    step_events,
+    steps_done,
+)
 from tests.helpers import PG_URL, TEST_NOW, require_service, table_dump
 
 BROKER = "pyamqp://guest@127.0.0.1:5672//"
@@ -55,19 +60,7 @@ def _rabbit_up() -> bool:
 def owner(tmp_path: Path, pg_dagster_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """One owner on a PostgreSQL schema (readable while a step writes it), a history waiting."""
     require_service(_rabbit_up(), "RabbitMQ at 127.0.0.1:5672")
-    shutil.copy(ROOT / "deploy" / "dagster.owners.yaml", pg_dagster_home / "dagster.yaml")
-    env = {
-        "DAGSTER_HOME": str(pg_dagster_home),
-        "MEMVAULT_OWNERS": str(tmp_path / "owners.json"),
-        "MEMVAULT_INBOX": str(tmp_path / "inbox"),
-        "MEMVAULT_EMBEDDER": "hashing",
-        "MEMVAULT_CLAUDE_PROJECTS": "none",
-        "MEMVAULT_EXECUTOR": "celery",
-        "MEMVAULT_CELERY_BROKER": BROKER,
-        "MEMVAULT_CELERY_BACKEND": BACKEND,
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = deployment_env(pg_dagster_home, tmp_path, BROKER, BACKEND)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("MEMVAULT_LLM_BASE_URL", raising=False)

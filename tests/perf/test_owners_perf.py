@@ -73,6 +73,8 @@ from urllib.parse import urlsplit
 import dagster as dg
 import pytest
 
+from tests.perf.test_scale import _setting  # the shell's setting (conftest drops MEMVAULT_*)
+
 pytestmark = pytest.mark.perf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,20 +89,6 @@ CACHE = Path("/tmp/memvault-perf")
 #: A worker as docs/deploy.md starts one (its name and concurrency follow).
 WORKER = [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
           "-y", str(ROOT / "deploy" / "celery.yaml")]  # fmt: skip
-
-
-def _setting(name: str) -> str | None:
-    """A setting given in the shell (tests/conftest.py removes ``MEMVAULT_*`` from
-    ``os.environ`` for hermetic runs, so it is read from the environment the process began with)."""
-    if name in os.environ:
-        return os.environ[name]
-    try:
-        initial = Path("/proc/self/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    prefix = f"{name}=".encode()
-    found = [item[len(prefix) :].decode() for item in initial if item.startswith(prefix)]
-    return found[-1] if found else None
 
 
 SIZES = [int(n) for n in (_setting("MEMVAULT_OWNERS_SIZES") or "20,50,100").split(",") if n]
@@ -193,23 +181,11 @@ def _deploy(root: Path, owners: int, histories: list[Path], pg: dict[str, str]) 
     environment of every process of this deployment."""
     import memvault
     from memvault.owners import PARTITIONS_NAME, Registry
+    from tests.dagster.owner_night import deployment_env
 
     home = root / "dagster_home"
     home.mkdir(parents=True)
-    shutil.copy(ROOT / "deploy" / "dagster.owners.yaml", home / "dagster.yaml")
-    env = os.environ.copy() | pg
-    env |= {
-        "DAGSTER_HOME": str(home),
-        "MEMVAULT_OWNERS": str(root / "owners.json"),
-        "MEMVAULT_INBOX": str(root / "inbox"),
-        "MEMVAULT_EMBEDDER": "hashing",
-        "MEMVAULT_CLAUDE_PROJECTS": "none",
-        "MEMVAULT_EXECUTOR": "celery",
-        "MEMVAULT_CELERY_BROKER": BROKER,
-        "MEMVAULT_CELERY_BACKEND": BACKEND,
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = os.environ.copy() | pg | deployment_env(home, root, BROKER, BACKEND)
     env.pop("MEMVAULT_LLM_BASE_URL", None)
     registry = Registry(root / "owners.json")
     names = [f"o{k:05d}" for k in range(owners)]
