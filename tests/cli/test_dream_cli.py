@@ -135,10 +135,13 @@ def test_a_dream_stopped_by_a_check_says_it_was_reverted(cli, tmp_path: Path) ->
     assert cli("dream", "--store", store, "--force")[0] == 0
     seed_demo_store(store, tmp_path, sessions=12, seed=8)
     with memvault.open(store) as handle:  # a survivor that forgot what it merged
-        handle.backend.execute(
-            "UPDATE triples SET lineage = '[]' WHERE id = (SELECT min(superseded_by) "
-            "FROM triples WHERE status = 'merged')"
+        [(survivor,)] = handle.fetch(
+            "SELECT min(superseded_by) FROM triples WHERE status = 'merged'"
         )
+        # Through the audited write path (as a fault of memvault's own would): a night's
+        # checks read the facts the audit log names since the last dream's checks.
+        with handle.mutation("test-fault", "test") as m:
+            m.update("triples", survivor, {"lineage": "[]"}, action="fault")
     code, out, err = cli("dream", "--store", store, "--force")
     assert code == 1 and "check no_data_loss: FAILED" in out
     assert "the dream was reverted (reverted by revert-" in err
