@@ -33,20 +33,20 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(
+    0, str(ROOT)
+)  # run as `python scripts/sql_census.py`: the scan is tests/sql_scan.py
+from tests import sql_scan  # noqa: E402
+
 PACKAGES = ("memvault", "memvault_demo", "resources", "assets", "pipelines")
 DATA_LAYER = ("memvault/store/",)
-HELPERS = ("read_table", "get_row", "insert", "update", "update_many", "restore_many")
 #: The tables the issue names first (most read); shown first.
 FIRST = ("blocks", "triples", "entities", "audit_log", "runs", "sessions", "mentions")
 
 
 def shared_tables() -> list[str]:
-    """Every table a migration creates (the schema's own version table left out)."""
-    found: set[str] = set()
-    for path in sorted((ROOT / "sql" / "migrations").glob("*.sql")):
-        text = path.read_text(encoding="utf-8")
-        found.update(re.findall(r"CREATE TABLE(?: IF NOT EXISTS)? (\w+)", text))
-    found.discard("schema_version")
+    """Every table a migration creates, the most-read first."""
+    found = sql_scan.shared_tables()
     return sorted(found, key=lambda t: (t not in FIRST, FIRST.index(t) if t in FIRST else 0, t))
 
 
@@ -61,27 +61,10 @@ def project_files() -> list[Path]:
     return out
 
 
-def _docstring_lines(tree: ast.AST) -> set[int]:
-    """The line numbers docstrings occupy."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if (
-                body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                first = body[0]
-                lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    return lines
-
-
 def string_lines(path: Path) -> list[tuple[int, str]]:
     """Each (line number, text) of the file's string literals, docstrings left out."""
     source = path.read_text(encoding="utf-8")
-    docs = _docstring_lines(ast.parse(source))
+    docs = sql_scan.docstring_lines(ast.parse(source))
     out: list[tuple[int, str]] = []
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type != tokenize.STRING or tok.start[0] in docs:
@@ -104,18 +87,8 @@ def sql_patterns(tables: list[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 def helper_tables(path: Path, tables: set[str]) -> set[str]:
     """Tables named as a literal first argument of a store helper in ``path``."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in HELPERS
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value in tables
-        ):
-            found.add(str(node.args[0].value))
-    return found
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {name for _, name in sql_scan.helper_calls(tree, tables)}
 
 
 def census() -> tuple[dict[str, list[int]], dict[str, set[str]], dict[str, set[str]]]:
@@ -127,10 +100,11 @@ def census() -> tuple[dict[str, list[int]], dict[str, set[str]], dict[str, set[s
     by_helper: dict[str, set[str]] = defaultdict(set)
     for path in project_files():
         rel = path.relative_to(ROOT).as_posix()
-        hits = sorted({n for n, text in string_lines(path) if line_re.search(text)})
+        strings = string_lines(path)
+        hits = sorted({n for n, text in strings if line_re.search(text)})
         if hits:
             lines[rel] = hits
-        for _, text in string_lines(path):
+        for _, text in strings:
             for name in table_re.findall(text):
                 by_sql[name].add(rel)
         for name in helper_tables(path, set(tables)):

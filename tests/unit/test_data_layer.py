@@ -17,19 +17,10 @@ import ast
 import io
 import re
 import tokenize
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.sql_scan import ROOT, docstring_lines, helper_calls, shared_tables
+
 WIRING = ("resources", "assets", "pipelines")
-HELPERS = ("read_table", "get_row", "insert", "update", "update_many", "restore_many")
-
-
-def shared_tables() -> set[str]:
-    """Every table a migration creates."""
-    found: set[str] = set()
-    for path in (ROOT / "sql" / "migrations").glob("*.sql"):
-        found.update(re.findall(r"CREATE TABLE(?: IF NOT EXISTS)? (\w+)", path.read_text()))
-    return found
 
 
 def sql_line_pattern(tables: set[str]) -> re.Pattern[str]:
@@ -42,25 +33,11 @@ def sql_line_pattern(tables: set[str]) -> re.Pattern[str]:
     )
 
 
-def _docstring_lines(tree: ast.AST) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            first = node.body[0] if node.body else None
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    return lines
-
-
 def sql_in(source: str, tables: set[str]) -> list[tuple[int, str]]:
     """Each (line, text) of ``source`` that queries a shared table: SQL in a string literal, or
     a store helper called with a table's name."""
     tree = ast.parse(source)
-    docs = _docstring_lines(tree)
+    docs = docstring_lines(tree)
     pattern = sql_line_pattern(tables)
     hits: list[tuple[int, str]] = []
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -69,16 +46,7 @@ def sql_in(source: str, tables: set[str]) -> list[tuple[int, str]]:
         for offset, text in enumerate(tok.string.splitlines()):
             if pattern.search(text):
                 hits.append((tok.start[0] + offset, text.strip()))
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in HELPERS
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value in tables
-        ):
-            hits.append((node.lineno, ast.unparse(node)))
+    hits += [(node.lineno, ast.unparse(node)) for node, _ in helper_calls(tree, tables)]
     return sorted(hits)
 
 
