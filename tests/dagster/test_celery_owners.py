@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ import pytest
 import memvault
 from memvault.owners import PARTITIONS_NAME, Registry
 from memvault_demo.generator import DemoConfig, generate, write_jsonl
-from tests.dagster.owner_night import deployment_env
+from tests.dagster.owner_night import celery_workers, deployment_env
 from tests.helpers import PG_URL, TEST_NOW, require_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,48 +78,10 @@ def deployment(
 @pytest.fixture
 def workers(deployment: dict[str, str], tmp_path: Path) -> Iterator[list[subprocess.Popen]]:
     """Two Celery workers of one process each, as `dagster-celery worker start` starts them."""
-    from celery import Celery
-
-    started = []
-    for k in (1, 2):
-        log = (tmp_path / f"worker{k}.log").open("w")
-        started.append(
-            subprocess.Popen(
-                [
-                    str(BIN / "dagster-celery"),
-                    "worker",
-                    "start",
-                    "-A",
-                    "dagster_celery.app",
-                    "-y",
-                    str(ROOT / "deploy" / "celery.yaml"),
-                    "--name",
-                    f"w{k}-{deployment['tag']}",
-                    "--",
-                    "--concurrency",
-                    "1",
-                ],
-                cwd=ROOT,
-                env=os.environ.copy(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    app = Celery(broker=BROKER, backend=BACKEND)
-    deadline = time.monotonic() + 120
-    while len(app.control.ping(timeout=1.0) or []) < 2:
-        assert time.monotonic() < deadline, (tmp_path / "worker1.log").read_text()[-3000:]
-        time.sleep(1)
-    yield started
-    for process in started:
-        os.killpg(process.pid, signal.SIGTERM)
-    for process in started:
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+    names = [f"w{k}-{deployment['tag']}" for k in (1, 2)]
+    config = ROOT / "deploy" / "celery.yaml"
+    with celery_workers(names, BROKER, BACKEND, tmp_path, config) as started:
+        yield list(started.values())
 
 
 def _launch_all(job: str, owners: list[str]) -> dict[str, str]:
