@@ -3,61 +3,18 @@
 One definition, read by all who ask: the structure lint lists each dangling row as a
 finding, the collector's asset check counts them per reference (and fails on any), and
 the gardener reconnects memory items whose parent is gone. A reference that is empty
-(``NULL``) points at nothing by choice and is not dangling.
+(``NULL``) points at nothing by choice and is not dangling. The list and its queries live in
+the data layer (:mod:`memvault.store.queries.references`); this is their name in the core.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import polars as pl
-
-from memvault.store import Store
-
-
-@dataclass(frozen=True)
-class Reference:
-    """``table.column`` holds an id of a row of ``target``."""
-
-    name: str
-    table: str
-    column: str
-    target: str
-
-
-#: Every reference between memvault's tables that must resolve, by name.
-REFERENCES: tuple[Reference, ...] = (
-    Reference("triple.subject_id", "triples", "subject_id", "entities"),
-    Reference("triple.object_id", "triples", "object_id", "entities"),
-    Reference("mention.entity_id", "mentions", "entity_id", "entities"),
-    Reference("mention.block_id", "mentions", "block_id", "blocks"),
-    Reference("block.session_id", "blocks", "session_id", "sessions"),
-    Reference("block.parent_id", "blocks", "parent_id", "blocks"),
+from memvault.store.queries.references import (
+    REFERENCES,
+    Reference,
+    dangling_counts,
+    dangling_references,
+    dangling_sql,
 )
-_BY_NAME = {r.name: r for r in REFERENCES}
 
-
-def dangling_sql(*names: str) -> str:
-    """A query (reference, row_id, points_at) for the dangling rows of the named references
-    (all when none is named): callers join it to filter further."""
-    chosen = [_BY_NAME[n] for n in names] if names else list(REFERENCES)
-    return "\nUNION ALL\n".join(
-        f"SELECT '{r.name}' AS reference, r.id AS row_id, r.{r.column} AS points_at "
-        f"FROM {r.table} r WHERE r.{r.column} IS NOT NULL "
-        f"AND NOT EXISTS (SELECT 1 FROM {r.target} x WHERE x.id = r.{r.column})"
-        for r in chosen
-    )
-
-
-def dangling_references(store: Store, *names: str) -> pl.DataFrame:
-    """Every dangling row of the named references (all when none is named), by reference
-    then row id."""
-    return store.fetch_df(f"SELECT * FROM ({dangling_sql(*names)}) d ORDER BY 1, 2")
-
-
-def dangling_counts(store: Store) -> dict[str, int]:
-    """How many rows of each reference point at nothing (every reference, zeros too)."""
-    counts = dict.fromkeys((r.name for r in REFERENCES), 0)
-    rows = store.fetch(f"SELECT reference, count(*) FROM ({dangling_sql()}) d GROUP BY 1")
-    counts.update({str(name): int(n) for name, n in rows})
-    return counts
+__all__ = ["REFERENCES", "Reference", "dangling_counts", "dangling_references", "dangling_sql"]
