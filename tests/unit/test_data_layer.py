@@ -25,6 +25,7 @@ WIRING = ("resources", "assets", "pipelines")
 #: the audited path, ``mutation.update_many("entities", ...)``, is not SQL and may stay).
 MOVED = (
     "memvault/memories.py",
+    "memvault/orphans.py",
     "memvault/references.py",
 )
 

@@ -1,7 +1,9 @@
-"""The ``entities`` family: the names and types entities go by, for the modules that label ids."""
+"""The ``entities`` family: the names and types entities go by, for the modules that label ids,
+and which entities something refers to."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 import polars as pl
@@ -32,3 +34,51 @@ def entity_labels_of(
 def active_entities(store: Store) -> pl.DataFrame:
     """The active entities: id, name, entity_type."""
     return store.fetch_df("SELECT id, name, entity_type FROM entities WHERE status = 'active'")
+
+
+def unreferenced_entities(store: Store, cutoff: dt.datetime) -> pl.DataFrame:
+    """Active entities nothing refers to (no mention, no fact, no connected edge), created
+    before ``cutoff``: id, name, entity_type, by id."""
+    return store.query("unreferenced_entities", {"cutoff": cutoff})
+
+
+# Archived entities whose last audited change was ``phase``/``action`` and that something
+# refers to again (a mention, a fact, a connected edge).
+_REFERRED_AGAIN_SQL = """
+SELECT e.id
+FROM entities e
+JOIN (SELECT target_id, max(id) AS last_change FROM audit_log
+      WHERE target_table = 'entities' GROUP BY target_id) l ON l.target_id = e.id
+JOIN audit_log a ON a.id = l.last_change
+WHERE e.status = 'archived' AND a.phase = :phase AND a.action = :action {only}
+  AND (EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id)
+       OR EXISTS (SELECT 1 FROM triples t
+                  WHERE (t.subject_id = e.id OR t.object_id = e.id) AND t.status <> 'merged')
+       OR EXISTS (SELECT 1 FROM edges g WHERE g.status = 'connected'
+                  AND (g.source_id = e.id OR g.target_id = e.id)))
+ORDER BY e.id
+"""
+
+
+def archived_and_referred_again(
+    store: Store, phase: str, action: str, among: Sequence[str] | None = None
+) -> list[str]:
+    """Ids of archived entities whose last audited change was ``action`` in ``phase`` and
+    that a mention, a fact or a connected edge refers to again (only ``among``, if given)."""
+    params: dict[str, object] = {"phase": phase, "action": action}
+    only = ""
+    if among is not None:
+        only, params["ids"] = "AND e.id = ANY(:ids)", sorted(set(among))
+    return [r[0] for r in store.fetch(_REFERRED_AGAIN_SQL.format(only=only), params)]
+
+
+def mentioned_by_blocks_accessed_since(
+    store: Store, ids: Sequence[str], since: dt.datetime
+) -> set[str]:
+    """Of the entities ``ids``, those mentioned by a block accessed at or after ``since``."""
+    rows = store.fetch(
+        "SELECT DISTINCT m.entity_id FROM mentions m JOIN blocks b ON b.id = m.block_id "
+        "WHERE m.entity_id = ANY(:ids) AND b.last_accessed_at >= :since",
+        {"ids": list(ids), "since": since},
+    )
+    return {r[0] for r in rows}
