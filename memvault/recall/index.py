@@ -14,7 +14,7 @@ so a new turn answers a question (old or new) as it would after a rebuild.
 
 Each block is indexed by what it says, not by what its tier shows: a cold or frozen
 block by the original text its digest stands in for (``block_originals``, see
-:data:`memvault.recall.text.SEARCH_TEXTS_SQL`), keywords and vector alike. A vector
+:data:`memvault.store.queries.recall.SEARCH_TEXTS_SQL`), keywords and vector alike. A vector
 counts only while it was made from that text (its ``text_hash`` equals md5 of it), so a
 block is never found by the vector of a text it no longer has. A change that moves none of ``created_at``,
 ``updated_at``, ``tiered_at`` or ``status`` is seen at the next rebuild.
@@ -50,84 +50,24 @@ from memvault.recall.speakers import (
     speakers_named,
     without_people,
 )
-from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT, SEARCH_TEXTS_SQL
 from memvault.store import Store
-from memvault.store.queries.blocks import active_block_ids, inactive_block_ids
+from memvault.store.queries import recall as recall_rows
+from memvault.store.queries.blocks import active_block_ids, inactive_block_ids, sessions_of
+from memvault.store.queries.recall import CHANGE_TIMES
 
 #: A list of ids this long or longer has its rows kept (see :meth:`Segment.rows_of`).
 MEMO_ROWS = 256
 #: The second segment is folded into a rebuild past this share of the main one.
 REBUILD_SHARE = 0.2
 
-FINGERPRINT_SQL = """
-SELECT 1 AS part, count(*), max(created_at), max(updated_at), max(tiered_at),
-       sum(CASE WHEN status = 'active' THEN 1 ELSE 0 END)
-FROM blocks
-UNION ALL
-SELECT 2, count(*), max(created_at), NULL, NULL, NULL
-FROM embeddings WHERE target_kind = 'block' AND model = :m
-UNION ALL
-SELECT 3, (SELECT count(*) FROM entities), NULL, NULL, NULL, (SELECT count(*) FROM mentions)
-UNION ALL
-SELECT 4, count(*), NULL, NULL, NULL, sum(feedback_score * (1 + abs(feedback_score)))
-FROM blocks WHERE feedback_score <> 0
-"""
-
 
 def fingerprint(store: Store, model: str) -> tuple[Any, ...]:
     """blocks (count, max created, updated, tiered, active), block vectors (count, max created),
     entities and mentions counts, the rated blocks (count and a checksum of their feedback):
     one cheap query that tells whether anything changed."""
-    rows = sorted(store.fetch(FINGERPRINT_SQL, {"m": model}), key=lambda r: r[0])
-    b, e, n, f = rows
+    b, e, n, f = recall_rows.index_fingerprint_rows(store, model)
     return (b[1], b[2], b[3], b[4], b[5], e[1], e[2], n[1], n[5], f[1], f[5])
 
-
-CURRENT_VECTORS_SQL = (
-    "SELECT e.target_id, e.vector FROM embeddings e "
-    f"JOIN {SEARCH_TEXTS_SQL} b ON b.id = e.target_id AND e.text_hash = md5(b.text) "
-    "WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' {extra}"
-)
-
-#: What a hit shows of a block (a digest for a cold or frozen block), and whether the original
-#: the digest stands in for is archived (``memvault show BLOCK --original`` prints it); the
-#: owner's feedback is kept apart (:data:`FEEDBACK_SQL`).
-SHOWN_COLUMNS = (
-    "b.id, b.text, b.tier, b.digest_kind, b.kind, b.tags, b.session_id, b.created_at, "
-    "(b.digest_kind IS NOT NULL AND o.id IS NOT NULL) AS original_archived"
-)
-#: The active blocks with the text they are searched by (``search_text``) and what they show.
-SEARCH_BLOCKS_SQL = (
-    f"SELECT {SEARCH_TEXT} AS search_text, {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} "
-    "WHERE b.status = 'active' ORDER BY b.id"
-)
-#: What ``ids`` (the second segment's blocks) show.
-SHOWN_SQL = f"SELECT {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} WHERE b.id = ANY(:ids)"
-#: The blocks the owner rated: the sum of their boosts (``blocks.feedback_score``).
-FEEDBACK_SQL = "SELECT id, feedback_score FROM blocks WHERE feedback_score <> 0"
-
-#: The times by which a refresh finds the blocks that changed.
-CHANGE_TIMES = ("created_at", "updated_at", "tiered_at")
-#: The blocks created, edited or re-tiered at or after the latest times read.
-CHANGED_KEYS_SQL = (
-    "SELECT id, created_at, updated_at, tiered_at FROM blocks "
-    "WHERE created_at >= :c OR updated_at >= :u OR tiered_at >= :t"
-)
-#: The changed blocks with the text they are searched by.
-CHANGED_SQL = (
-    f"SELECT b.id, {SEARCH_TEXT} AS text, b.status, b.created_at FROM blocks b {ORIGINALS_JOIN} "
-    "WHERE b.id = ANY(:ids)"
-)
-#: The block vectors of a model made at or after the latest time read.
-VECTOR_KEYS_SQL = (
-    "SELECT target_id, created_at FROM embeddings "
-    "WHERE target_kind = 'block' AND model = :m AND created_at >= :since"
-)
-#: The block vectors of a model made at one time.
-VECTORS_AT_SQL = (
-    "SELECT target_id, created_at FROM embeddings "
-    "WHERE target_kind = 'block' AND model = :m AND created_at = :at"
-)
 
 _EPOCH = dt.datetime(1970, 1, 1)
 
@@ -264,26 +204,22 @@ class Seen:
         so every row noted is in what it reads)."""
         seen = cls()
         latest = dict(zip(CHANGE_TIMES, (marks.values[1], marks.values[2], marks.values[3]), strict=True))  # fmt: skip
-        wanted = [c for c, v in latest.items() if v is not None]
+        wanted = {c: v for c, v in latest.items() if v is not None}
         if wanted:
-            where = " OR ".join(f"{c} = :{c}" for c in wanted)
-            rows = store.fetch(
-                f"SELECT id, {', '.join(CHANGE_TIMES)} FROM blocks WHERE {where}",
-                {c: latest[c] for c in wanted},
-            )
+            rows = recall_rows.blocks_at_times(store, wanted)
             for k, column in enumerate(CHANGE_TIMES, 1):
                 if latest[column] is not None:
                     seen.update(column, [(r[0], r[k]) for r in rows if r[k] == latest[column]])
         if marks.values[6] is not None:
-            rows = store.fetch(VECTORS_AT_SQL, {"m": model, "at": marks.values[6]})
+            rows = recall_rows.block_vectors_made_at(store, model, marks.values[6])
             seen.update("vectors", [(r[0], r[1]) for r in rows])
         return seen
 
 
-def _mentions(store: Store, ids: list[str], where: str = "", params: dict[str, Any] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
-    rows = store.fetch_df(
-        f"SELECT entity_id, block_id FROM mentions WHERE block_id IS NOT NULL {where}", params
-    )
+def _mentions(store: Store, ids: list[str], only: bool = False) -> dict[str, np.ndarray]:
+    """Entity id → the rows of ``ids`` that mention it (reading only those blocks' mentions if
+    ``only``, else every block's)."""
+    rows = recall_rows.block_mentions(store, ids if only else None)
     if rows.is_empty() or not ids:
         return {}
     pos = pl.DataFrame({"block_id": ids, "row": np.arange(len(ids), dtype=np.int64)})
@@ -336,7 +272,7 @@ def _matrix(frame: pl.DataFrame, ids: list[str]) -> tuple[np.ndarray | None, np.
 
 
 def _feedback(store: Store) -> dict[str, float]:
-    return {str(b): float(v) for b, v in store.fetch(FEEDBACK_SQL)}
+    return recall_rows.feedback_scores(store)
 
 
 def _session_codes(seg: Segment, codes: dict[str, int]) -> np.ndarray:
@@ -400,7 +336,7 @@ class SearchIndex:
         started = time.perf_counter()
         marks = Marks(fingerprint(store, model))
         seen = Seen.at_marks(store, marks, model)
-        shown = store.fetch_df(SEARCH_BLOCKS_SQL)
+        shown = recall_rows.searched_blocks(store)
         blocks = shown.select("id", pl.col("search_text").alias("text"), "created_at")
         shown = shown.drop("search_text")
         ids = blocks["id"].to_list() if blocks.height else []
@@ -409,9 +345,7 @@ class SearchIndex:
             dtype=pl.Utf8,
         )  # fmt: skip
         keywords = KeywordIndex.build(pl.Series(ids, dtype=pl.Utf8), texts)
-        vectors, has = _matrix(
-            store.fetch_df(CURRENT_VECTORS_SQL.format(extra=""), {"m": model}), ids
-        )
+        vectors, has = _matrix(recall_rows.current_block_vectors(store, model), ids)
         matcher = EntityMatcher.load(store)
         said = blocks["text"].to_list() if blocks.height else []
         mentions = speaker_mentions(_mentions(store, ids), said, matcher)
@@ -447,14 +381,10 @@ class SearchIndex:
         )
         if not ids:
             return Segment([], keywords, None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool), {})
-        params = {"m": model, "ids": ids}
-        vectors, has = _matrix(
-            store.fetch_df(CURRENT_VECTORS_SQL.format(extra="AND e.target_id = ANY(:ids)"), params),
-            ids,
-        )
-        mentions = _mentions(store, ids, "AND block_id = ANY(:ids)", {"ids": ids})
+        vectors, has = _matrix(recall_rows.current_block_vectors(store, model, ids), ids)
+        mentions = _mentions(store, ids, only=True)
         segment = Segment(ids, keywords, vectors, has, np.ones(len(ids), dtype=bool), mentions)
-        found = store.fetch_df(SHOWN_SQL, {"ids": ids})
+        found = recall_rows.shown_blocks(store, ids)
         if found.height:  # row for row with ids (a block gone since has no row: never shown)
             segment.shown = pl.DataFrame({"id": ids}).join(found, on="id", how="left")
         return segment
@@ -511,8 +441,7 @@ class SearchIndex:
     def _changed(self, store: Store) -> pl.DataFrame:
         """The blocks created, edited or re-tiered since the last look (id, search text,
         status, created_at): those at or after the latest times read and not read yet."""
-        params = {k: self.seen.since(c) for k, c in zip("cut", CHANGE_TIMES, strict=True)}
-        keys = store.fetch(CHANGED_KEYS_SQL, params)
+        keys = recall_rows.blocks_changed_since(store, *(self.seen.since(c) for c in CHANGE_TIMES))
         ids = sorted(
             {
                 r[0]
@@ -525,7 +454,7 @@ class SearchIndex:
         self.stats["changed_read"] = self.stats.get("changed_read", 0) + len(ids)
         if not ids:
             return pl.DataFrame(schema={"id": pl.Utf8, "text": pl.Utf8, "status": pl.Utf8, "created_at": pl.Datetime("us")})  # fmt: skip
-        return store.fetch_df(CHANGED_SQL, {"ids": ids})
+        return recall_rows.search_texts_of(store, ids)
 
     def _live(self) -> int:
         return int(self.main.live.sum()) + len(self.delta_texts)
@@ -550,7 +479,7 @@ class SearchIndex:
             }
             missing = sorted(active_block_ids(store) - searched)
             if missing:
-                late = store.fetch_df(CHANGED_SQL, {"ids": missing})
+                late = recall_rows.search_texts_of(store, missing)
                 for bid, text, _, written in late.iter_rows():
                     self.delta_texts[bid] = with_dates(text, written)
                     self.delta_days[bid] = days_meant(text, written)
@@ -561,16 +490,13 @@ class SearchIndex:
     def _read_vectors(self, store: Store) -> None:
         """The main segment's vectors made since the last look (those not read yet; a block
         of the second segment has its vectors read with it)."""
-        keys = store.fetch(VECTOR_KEYS_SQL, {"m": self.model, "since": self.seen.since("vectors")})
+        keys = recall_rows.block_vectors_made_since(store, self.model, self.seen.since("vectors"))
         fresh_ids = sorted({k for k, v in keys if self.seen.new("vectors", k, v)})
         self.seen.update("vectors", [(k, v) for k, v in keys])
         fresh_ids = [b for b, r in zip(fresh_ids, self.main.rows_of(fresh_ids).tolist(), strict=True) if r >= 0]  # fmt: skip
         if not fresh_ids:
             return
-        fresh = store.fetch_df(
-            CURRENT_VECTORS_SQL.format(extra="AND e.target_id = ANY(:ids)"),
-            {"m": self.model, "ids": fresh_ids},
-        )
+        fresh = recall_rows.current_block_vectors(store, self.model, fresh_ids)
         if not fresh.height:
             return
         rows = self.main.rows_of(fresh["target_id"].to_list())
@@ -587,12 +513,8 @@ class SearchIndex:
         blocks only: a new turn that answers a question (old or new), and an old turn whose
         neighbour came, went or changed. Links point at the live row of each block."""
         if touched:
-            sessions = store.fetch(
-                "SELECT DISTINCT session_id FROM blocks WHERE id = ANY(:ids) "
-                "AND session_id IS NOT NULL",
-                {"ids": sorted(touched)},
-            )
-            self.replies.update(replies_in_sessions(store, sorted(str(r[0]) for r in sessions)))
+            sessions = sessions_of(store, sorted(touched))
+            self.replies.update(replies_in_sessions(store, sorted(sessions)))
         if self.built_asked is None or not self.replies:
             return
         n = self.main.size

@@ -65,3 +65,12 @@ def block_ages(store: Store, block_ids: Iterable[str] | None = None) -> pl.DataF
 def digested_block_count(store: Store) -> int:
     """How many blocks carry a digest (of any kind)."""
     return int(store.fetch("SELECT count(*) FROM blocks WHERE digest_kind IS NOT NULL")[0][0])
+
+
+def sessions_of(store: Store, block_ids: Sequence[str]) -> list[str]:
+    """The sessions the blocks of ``block_ids`` belong to (each once, in no order)."""
+    rows = store.fetch(
+        "SELECT DISTINCT session_id FROM blocks WHERE id = ANY(:ids) AND session_id IS NOT NULL",
+        {"ids": list(block_ids)},
+    )
+    return [str(r[0]) for r in rows]

@@ -1,13 +1,30 @@
 """The recall family (``prefetch_cache``, ``recall_log``, ...): what recall keeps between
-questions and what it was asked."""
+questions and what it was asked, and what its search index reads of the blocks, their
+original texts, vectors, mentions and feedback (:mod:`memvault.recall.index`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
 from memvault.store.store import Store
+
+#: What recall searches each block by (keywords and vectors): the original text a digest
+#: stands in for (``block_originals``), else the block's text; an expression over blocks ``b``
+#: joined by :data:`ORIGINALS_JOIN`, and the derived table :data:`SEARCH_TEXTS_SQL` (id,
+#: status, text). An original row of a block whose full text came back (an undone tiering
+#: run of a store tiered before originals were kept) is ignored.
+SEARCH_TEXT = (
+    "CASE WHEN b.digest_kind IS NOT NULL AND o.text IS NOT NULL THEN o.text ELSE b.text END"
+)
+#: The join :data:`SEARCH_TEXT` needs (blocks are ``b``).
+ORIGINALS_JOIN = "LEFT JOIN block_originals o ON o.id = b.id"
+SEARCH_TEXTS_SQL = (
+    f"(SELECT b.id, b.status, b.created_at, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN})"
+)
 
 
 def live_prefetch_count(store: Store, now: dt.datetime) -> int:
@@ -26,4 +43,145 @@ def entity_lists_recalled_between(
     return store.fetch_df(
         "SELECT entities FROM recall_log WHERE created_at >= :since AND created_at <= :now",
         {"since": since, "now": until},
+    )
+
+
+# -- the search index's reads ----------------------------------------------------------------
+
+_FINGERPRINT_SQL = """
+SELECT 1 AS part, count(*), max(created_at), max(updated_at), max(tiered_at),
+       sum(CASE WHEN status = 'active' THEN 1 ELSE 0 END)
+FROM blocks
+UNION ALL
+SELECT 2, count(*), max(created_at), NULL, NULL, NULL
+FROM embeddings WHERE target_kind = 'block' AND model = :m
+UNION ALL
+SELECT 3, (SELECT count(*) FROM entities), NULL, NULL, NULL, (SELECT count(*) FROM mentions)
+UNION ALL
+SELECT 4, count(*), NULL, NULL, NULL, sum(feedback_score * (1 + abs(feedback_score)))
+FROM blocks WHERE feedback_score <> 0
+"""
+
+
+def index_fingerprint_rows(store: Store, model: str) -> list[tuple[Any, ...]]:
+    """Four rows (part, then five figures), in part order: 1 blocks (count, max created,
+    updated, tiered, active), 2 block vectors of ``model`` (count, max created), 3 entities
+    and mentions counts, 4 rated blocks (count, a checksum of their feedback)."""
+    return sorted(store.fetch(_FINGERPRINT_SQL, {"m": model}), key=lambda r: r[0])
+
+
+_CURRENT_VECTORS_SQL = (
+    "SELECT e.target_id, e.vector FROM embeddings e "
+    f"JOIN {SEARCH_TEXTS_SQL} b ON b.id = e.target_id AND e.text_hash = md5(b.text) "
+    "WHERE e.target_kind = 'block' AND e.model = :m AND b.status = 'active' {extra}"
+)
+
+
+def current_block_vectors(
+    store: Store, model: str, ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """target_id, vector of the active blocks' vectors of ``model`` made from the text they are
+    searched by (of ``ids`` only, if given)."""
+    if ids is None:
+        return store.fetch_df(_CURRENT_VECTORS_SQL.format(extra=""), {"m": model})
+    return store.fetch_df(
+        _CURRENT_VECTORS_SQL.format(extra="AND e.target_id = ANY(:ids)"),
+        {"m": model, "ids": list(ids)},
+    )
+
+
+#: What a hit shows of a block (a digest for a cold or frozen block), and whether the original
+#: the digest stands in for is archived (``memvault show BLOCK --original`` prints it); the
+#: owner's feedback is kept apart (:func:`feedback_scores`).
+SHOWN_COLUMNS = (
+    "b.id, b.text, b.tier, b.digest_kind, b.kind, b.tags, b.session_id, b.created_at, "
+    "(b.digest_kind IS NOT NULL AND o.id IS NOT NULL) AS original_archived"
+)
+
+
+def searched_blocks(store: Store) -> pl.DataFrame:
+    """The active blocks by id, with the text they are searched by (``search_text``) and
+    what they show (:data:`SHOWN_COLUMNS`)."""
+    return store.fetch_df(
+        f"SELECT {SEARCH_TEXT} AS search_text, {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} "
+        "WHERE b.status = 'active' ORDER BY b.id"
+    )
+
+
+def shown_blocks(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """What the blocks of ``ids`` show (:data:`SHOWN_COLUMNS`), in no particular order."""
+    return store.fetch_df(
+        f"SELECT {SHOWN_COLUMNS} FROM blocks b {ORIGINALS_JOIN} WHERE b.id = ANY(:ids)",
+        {"ids": list(ids)},
+    )
+
+
+def feedback_scores(store: Store) -> dict[str, float]:
+    """The blocks the owner rated: block id → the sum of their boosts (``feedback_score``)."""
+    rows = store.fetch("SELECT id, feedback_score FROM blocks WHERE feedback_score <> 0")
+    return {str(b): float(v) for b, v in rows}
+
+
+#: The times by which a refresh finds the blocks that changed.
+CHANGE_TIMES = ("created_at", "updated_at", "tiered_at")
+
+
+def blocks_at_times(store: Store, times: dict[str, dt.datetime]) -> list[tuple[Any, ...]]:
+    """(id, created_at, updated_at, tiered_at) of the blocks whose time in a column of
+    ``times`` (some of :data:`CHANGE_TIMES`) equals that time."""
+    if not times:
+        return []
+    where = " OR ".join(f"{c} = :{c}" for c in times)
+    return store.fetch(
+        f"SELECT id, {', '.join(CHANGE_TIMES)} FROM blocks WHERE {where}", dict(times)
+    )
+
+
+def blocks_changed_since(
+    store: Store, created: dt.datetime, updated: dt.datetime, tiered: dt.datetime
+) -> list[tuple[Any, ...]]:
+    """(id, created_at, updated_at, tiered_at) of the blocks created, edited or re-tiered at
+    or after these times."""
+    return store.fetch(
+        "SELECT id, created_at, updated_at, tiered_at FROM blocks "
+        "WHERE created_at >= :c OR updated_at >= :u OR tiered_at >= :t",
+        {"c": created, "u": updated, "t": tiered},
+    )
+
+
+def search_texts_of(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """id, text (searched by), status, created_at of the blocks of ``ids``."""
+    return store.fetch_df(
+        f"SELECT b.id, {SEARCH_TEXT} AS text, b.status, b.created_at FROM blocks b "
+        f"{ORIGINALS_JOIN} WHERE b.id = ANY(:ids)",
+        {"ids": list(ids)},
+    )
+
+
+def block_vectors_made_since(store: Store, model: str, since: dt.datetime) -> list[tuple[Any, ...]]:
+    """(block id, created_at) of the block vectors of ``model`` made at or after ``since``."""
+    return store.fetch(
+        "SELECT target_id, created_at FROM embeddings "
+        "WHERE target_kind = 'block' AND model = :m AND created_at >= :since",
+        {"m": model, "since": since},
+    )
+
+
+def block_vectors_made_at(store: Store, model: str, at: dt.datetime) -> list[tuple[Any, ...]]:
+    """(block id, created_at) of the block vectors of ``model`` made at ``at``."""
+    return store.fetch(
+        "SELECT target_id, created_at FROM embeddings "
+        "WHERE target_kind = 'block' AND model = :m AND created_at = :at",
+        {"m": model, "at": at},
+    )
+
+
+def block_mentions(store: Store, ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """entity_id, block_id of every mention in a block (of blocks ``ids`` only, if given)."""
+    if ids is None:
+        return store.fetch_df("SELECT entity_id, block_id FROM mentions WHERE block_id IS NOT NULL")
+    return store.fetch_df(
+        "SELECT entity_id, block_id FROM mentions WHERE block_id IS NOT NULL "
+        "AND block_id = ANY(:ids)",
+        {"ids": list(ids)},
     )
