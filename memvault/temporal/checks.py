@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from memvault.store import Store
+from memvault.store.queries import triples as triple_rows
 from memvault.temporal.conflict.model import typed
 from memvault.temporal.grounding import Grounding, grounding_violations
 from memvault.temporal.timeline import follow_merges
@@ -22,16 +23,6 @@ from memvault.text_tokens import normalized_expr
 __all__ = ["bitemporal_overlaps", "data_loss_violations", "grounding_violations"]
 
 _LOSS_SCHEMA = {"triple_id": pl.Utf8(), "status": pl.Utf8(), "problem": pl.Utf8()}
-
-# Ingested triples that no longer exist, unless an undo of their ingest removed them on purpose.
-_MISSING_SQL = """
-SELECT a.target_id AS triple_id
-FROM audit_log a
-WHERE a.target_table = 'triples' AND a.action = 'ingest'
-  AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.id = a.target_id)
-  AND NOT EXISTS (SELECT 1 FROM audit_log u WHERE u.target_table = 'triples'
-                  AND u.target_id = a.target_id AND u.action = 'undo-remove' AND u.id > a.id)
-"""
 
 _LINEAGE = pl.List(pl.Struct({"id": pl.Utf8, "object": pl.Utf8}))
 
@@ -43,10 +34,6 @@ _ROW_SCHEMA = {
     "superseded_by": pl.Utf8(),
     "object": pl.Utf8(),
 }
-_ROWS_SQL = (
-    "SELECT id, status, invalid_at, superseded_by, "
-    "CASE WHEN status = 'merged' THEN object END AS object FROM triples"
-)
 #: Chains of merges longer than this are not followed by a scoped pass (a loop or a
 #: pathological chain: the whole-store pass reports it).
 _MAX_CHAIN = 64
@@ -69,16 +56,13 @@ def data_loss_violations(store: Store, triple_ids: Sequence[str] | None = None) 
     whole-store pass's problems of the same triples.
     """
     if triple_ids is None:
-        missing = typed(store.fetch_df(_MISSING_SQL), {"triple_id": pl.Utf8()})
-        rows = typed(store.fetch_df(_ROWS_SQL), _ROW_SCHEMA)
+        missing = typed(triple_rows.missing_ingested_triples(store), {"triple_id": pl.Utf8()})
+        rows = typed(triple_rows.triple_states(store), _ROW_SCHEMA)
         return _loss_problems(store, missing.unique(), rows, None)
     ids = sorted(set(triple_ids))
     if not ids:
         return pl.DataFrame(schema=_LOSS_SCHEMA)
-    missing = typed(
-        store.fetch_df(_MISSING_SQL + " AND a.target_id = ANY(CAST(:ids AS TEXT[]))", {"ids": ids}),
-        {"triple_id": pl.Utf8()},
-    )
+    missing = typed(triple_rows.missing_ingested_triples(store, ids), {"triple_id": pl.Utf8()})
     affected = _merged_into(store, ids)
     rows = _with_chains(store, affected)
     return _loss_problems(store, missing.unique(), rows, affected)
@@ -90,12 +74,7 @@ def _merged_into(store: Store, ids: list[str]) -> list[str]:
     for _ in range(_MAX_CHAIN):
         if not frontier:
             break
-        rows = store.fetch(
-            "SELECT id FROM triples WHERE status = 'merged' "
-            "AND superseded_by = ANY(CAST(:ids AS TEXT[]))",
-            {"ids": frontier},
-        )
-        frontier = sorted({str(r[0]) for r in rows} - found)
+        frontier = sorted(triple_rows.merged_into(store, frontier) - found)
         found |= set(frontier)
     return sorted(found)
 
@@ -109,12 +88,7 @@ def _with_chains(store: Store, ids: list[str]) -> pl.DataFrame:
         if not wanted:
             break
         seen |= set(wanted)
-        frame = typed(
-            store.fetch_df(
-                _ROWS_SQL + " WHERE id = ANY(CAST(:ids AS TEXT[]))", {"ids": sorted(wanted)}
-            ),
-            _ROW_SCHEMA,
-        )
+        frame = typed(triple_rows.triple_states(store, sorted(wanted)), _ROW_SCHEMA)
         frames.append(frame)
         targets = frame.filter(pl.col("status") == "merged")["superseded_by"].drop_nulls()
         wanted = sorted(set(targets.to_list()) - seen)
@@ -198,13 +172,9 @@ def _lineage_entries(store: Store, survivors: pl.Series, *, by_id: bool = False)
     schema = {"survivor": pl.Utf8(), "entry_id": pl.Utf8(), "entry_object": pl.Utf8()}
     if survivors.is_empty():
         return pl.DataFrame(schema=schema)
-    # An empty lineage holds nothing; reading only the others keeps the transfer small.
-    sql = "SELECT id, lineage FROM triples WHERE lineage IS NOT NULL AND lineage <> '[]'"
-    params = None
-    if by_id:
-        sql += " AND id = ANY(CAST(:ids AS TEXT[]))"
-        params = {"ids": survivors.drop_nulls().to_list()}
-    lineage = typed(store.fetch_df(sql, params), {"id": pl.Utf8(), "lineage": pl.Utf8()}).join(
+    only = survivors.drop_nulls().to_list() if by_id else None
+    found = triple_rows.non_empty_lineages(store, only)
+    lineage = typed(found, {"id": pl.Utf8(), "lineage": pl.Utf8()}).join(
         survivors.to_frame("id"), on="id", how="semi"
     )
     if lineage.is_empty():
@@ -235,37 +205,6 @@ _OVERLAP_SCHEMA = {
     "object_id_b": pl.Utf8(),
 }
 
-# Current (not merged, not retired) statements of the same functional predicate whose valid
-# times overlap, unless a judge accepted both (COEXIST). Undated statements start when learned.
-# The current functional statements are picked before the self-join: joining all triples of a
-# subject first pairs up every multi-valued fact too (tens of millions of rows at 200k triples).
-_OVERLAP_SQL = """
-WITH current_facts AS (
-    SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id,
-           COALESCE(t.valid_at, t.created_at) AS starts,
-           COALESCE(t.invalid_at, TIMESTAMP '9999-12-31') AS ends
-    FROM triples t {scope}
-    WHERE t.predicate = ANY(:predicates)
-      AND t.status NOT IN ('merged', 'invalidated', 'archived', 'held') AND t.expired_at IS NULL
-)
-SELECT a.subject_id, a.predicate, a.id AS triple_a, b.id AS triple_b,
-       a.object AS object_a, b.object AS object_b, a.object_id AS object_id_a,
-       b.object_id AS object_id_b
-FROM current_facts a
-JOIN current_facts b
-  ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
-WHERE a.starts < b.ends AND b.starts < a.ends
-  AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
-                  WHERE (v.verdict = 'COEXIST' OR v.status IN ('review', 'expired', 'rejected')) AND v.id = a.id || '|' || b.id)
-  AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
-                  WHERE (v.verdict = 'COEXIST' OR v.status IN ('review', 'expired', 'rejected')) AND v.id = b.id || '|' || a.id)
-"""
-#: An incremental night's overlaps: the (subject, predicate) groups of the facts it changed.
-_SCOPE_GROUPS = """
-JOIN (SELECT DISTINCT subject_id, predicate FROM triples
-      WHERE id = ANY(CAST(:ids AS TEXT[]))) g
-  ON g.subject_id = t.subject_id AND g.predicate = t.predicate"""
-
 
 def bitemporal_overlaps(
     store: Store, grounding: Grounding | None = None, triple_ids: Sequence[str] | None = None
@@ -283,13 +222,10 @@ def bitemporal_overlaps(
     """
     grounding = grounding or Grounding.load()
     functional = sorted(p.name for p in grounding.predicates.values() if p.is_functional)
-    params: dict[str, object] = {"predicates": functional}
-    scope = ""
-    if triple_ids is not None:
-        params["ids"], scope = sorted(set(triple_ids)), _SCOPE_GROUPS
-    run = bool(functional) and (triple_ids is None or bool(params.get("ids")))
+    ids = None if triple_ids is None else sorted(set(triple_ids))
+    run = bool(functional) and (ids is None or bool(ids))
     found = typed(
-        store.fetch_df(_OVERLAP_SQL.format(scope=scope), params) if run else pl.DataFrame(),
+        triple_rows.overlapping_current_facts(store, functional, ids) if run else pl.DataFrame(),
         _OVERLAP_SCHEMA,
     )
     same = pl.coalesce(

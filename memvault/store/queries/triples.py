@@ -25,3 +25,105 @@ def active_triple_ids(store: Store, ids: Sequence[str]) -> set[str]:
         {"ids": list(ids)},
     )
     return {str(r[0]) for r in rows}
+
+
+# -- what the temporal checks read (memvault.temporal.checks) ---------------------------------
+
+# Ingested triples that no longer exist, unless an undo of their ingest removed them on purpose.
+_MISSING_SQL = """
+SELECT a.target_id AS triple_id
+FROM audit_log a
+WHERE a.target_table = 'triples' AND a.action = 'ingest'
+  AND NOT EXISTS (SELECT 1 FROM triples t WHERE t.id = a.target_id)
+  AND NOT EXISTS (SELECT 1 FROM audit_log u WHERE u.target_table = 'triples'
+                  AND u.target_id = a.target_id AND u.action = 'undo-remove' AND u.id > a.id)
+"""
+
+
+def missing_ingested_triples(store: Store, ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """triple_id of each ingested triple that no longer exists (once per ingest; an undo of
+    its ingest that removed it on purpose is not missing), of ``ids`` only if given."""
+    if ids is None:
+        return store.fetch_df(_MISSING_SQL)
+    return store.fetch_df(
+        _MISSING_SQL + " AND a.target_id = ANY(CAST(:ids AS TEXT[]))", {"ids": list(ids)}
+    )
+
+
+_STATES_SQL = (
+    "SELECT id, status, invalid_at, superseded_by, "
+    "CASE WHEN status = 'merged' THEN object END AS object FROM triples"
+)
+
+
+def triple_states(store: Store, ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """id, status, invalid_at, superseded_by and (of a merged one) object of every triple (of
+    ``ids`` only, if given)."""
+    if ids is None:
+        return store.fetch_df(_STATES_SQL)
+    return store.fetch_df(_STATES_SQL + " WHERE id = ANY(CAST(:ids AS TEXT[]))", {"ids": list(ids)})
+
+
+def merged_into(store: Store, ids: Sequence[str]) -> set[str]:
+    """The ids of the merged triples whose survivor (``superseded_by``) is one of ``ids``."""
+    rows = store.fetch(
+        "SELECT id FROM triples WHERE status = 'merged' "
+        "AND superseded_by = ANY(CAST(:ids AS TEXT[]))",
+        {"ids": list(ids)},
+    )
+    return {str(r[0]) for r in rows}
+
+
+def non_empty_lineages(store: Store, ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """id, lineage (JSON text) of the triples whose lineage holds something (of ``ids`` only,
+    if given): an empty lineage holds nothing, and leaving it out keeps the transfer small."""
+    sql = "SELECT id, lineage FROM triples WHERE lineage IS NOT NULL AND lineage <> '[]'"
+    if ids is None:
+        return store.fetch_df(sql)
+    return store.fetch_df(sql + " AND id = ANY(CAST(:ids AS TEXT[]))", {"ids": list(ids)})
+
+
+# Current (not merged, not retired) statements of the same functional predicate whose valid
+# times overlap, unless a judge accepted both (COEXIST). Undated statements start when learned.
+# The current functional statements are picked before the self-join: joining all triples of a
+# subject first pairs up every multi-valued fact too (tens of millions of rows at 200k triples).
+_OVERLAP_SQL = """
+WITH current_facts AS (
+    SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id,
+           COALESCE(t.valid_at, t.created_at) AS starts,
+           COALESCE(t.invalid_at, TIMESTAMP '9999-12-31') AS ends
+    FROM triples t {scope}
+    WHERE t.predicate = ANY(:predicates)
+      AND t.status NOT IN ('merged', 'invalidated', 'archived', 'held') AND t.expired_at IS NULL
+)
+SELECT a.subject_id, a.predicate, a.id AS triple_a, b.id AS triple_b,
+       a.object AS object_a, b.object AS object_b, a.object_id AS object_id_a,
+       b.object_id AS object_id_b
+FROM current_facts a
+JOIN current_facts b
+  ON a.subject_id = b.subject_id AND a.predicate = b.predicate AND a.id < b.id
+WHERE a.starts < b.ends AND b.starts < a.ends
+  AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
+                  WHERE (v.verdict = 'COEXIST' OR v.status IN ('review', 'expired', 'rejected')) AND v.id = a.id || '|' || b.id)
+  AND NOT EXISTS (SELECT 1 FROM conflict_verdicts v
+                  WHERE (v.verdict = 'COEXIST' OR v.status IN ('review', 'expired', 'rejected')) AND v.id = b.id || '|' || a.id)
+"""
+#: An incremental night's overlaps: the (subject, predicate) groups of the facts it changed.
+_SCOPE_GROUPS = """
+JOIN (SELECT DISTINCT subject_id, predicate FROM triples
+      WHERE id = ANY(CAST(:ids AS TEXT[]))) g
+  ON g.subject_id = t.subject_id AND g.predicate = t.predicate"""
+
+
+def overlapping_current_facts(
+    store: Store, predicates: Sequence[str], ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Pairs of current facts of ``predicates`` whose valid times overlap and that no verdict
+    lets stand or holds for review: subject_id, predicate, triple_a, triple_b, object_a,
+    object_b, object_id_a, object_id_b (``ids``: only in the (subject, predicate) groups of
+    those facts, and only their facts are read)."""
+    params: dict[str, object] = {"predicates": list(predicates)}
+    scope = ""
+    if ids is not None:
+        params["ids"], scope = list(ids), _SCOPE_GROUPS
+    return store.fetch_df(_OVERLAP_SQL.format(scope=scope), params)
