@@ -22,28 +22,12 @@ from typing import Any
 
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.audit import last_audit_id
+from memvault.store.queries.runs import last_succeeded_cursor, succeeded_cursors_since
+from memvault.store.queries.triples import triples_changed_between
 
 #: The dream report's stage that records the checks' scope.
 STAGE = "checks"
-
-_CHANGED_SQL = """
-SELECT DISTINCT target_id AS id FROM audit_log
-WHERE target_table = 'triples' AND id > :lo AND id <= :hi
-UNION
-SELECT t.id FROM triples t
-WHERE t.subject_id IN (SELECT target_id FROM audit_log
-                       WHERE target_table = 'entities' AND id > :lo AND id <= :hi)
-   OR t.object_id IN (SELECT target_id FROM audit_log
-                      WHERE target_table = 'entities' AND id > :lo AND id <= :hi)
-UNION
-SELECT v.triple_a FROM conflict_verdicts v
-WHERE v.id IN (SELECT target_id FROM audit_log
-               WHERE target_table = 'conflict_verdicts' AND id > :lo AND id <= :hi)
-UNION
-SELECT v.triple_b FROM conflict_verdicts v
-WHERE v.id IN (SELECT target_id FROM audit_log
-               WHERE target_table = 'conflict_verdicts' AND id > :lo AND id <= :hi)
-"""
 
 
 @dataclass(frozen=True)
@@ -95,31 +79,21 @@ def check_scope(
 ) -> CheckScope:
     """The scope of this dream's checks (``run_id`` is the dream itself, never its own
     starting point)."""
-    audit_id = int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
+    audit_id = last_audit_id(store) or 0
     if full:
         return CheckScope(None, audit_id, None, "whole-store check requested")
-    rows = store.fetch(
-        "SELECT started_at, cursor FROM runs WHERE kind = 'dream' AND status = 'succeeded' "
-        "AND id <> :run ORDER BY started_at DESC, id DESC LIMIT 1",
-        {"run": run_id},
-    )
-    last = _checks_of(rows[0][1]) if rows else {}
+    found, cursor = last_succeeded_cursor(store, "dream", run_id)
+    last = _checks_of(cursor) if found else {}
     if "audit_id" not in last:
         return CheckScope(None, audit_id, None, "no earlier dream recorded what it checked")
     if full_every_days <= 0:
         return CheckScope(None, audit_id, None, "every dream checks the whole store")
     cut = (now or utcnow()) - dt.timedelta(days=full_every_days)
-    recent = store.fetch(
-        "SELECT cursor FROM runs WHERE kind = 'dream' AND status = 'succeeded' "
-        "AND id <> :run AND started_at >= :cut",
-        {"run": run_id, "cut": cut},
-    )
-    if not any(_checks_of(c).get("scope") == "full" for (c,) in recent):
+    recent = succeeded_cursors_since(store, "dream", run_id, cut)
+    if not any(_checks_of(c).get("scope") == "full" for c in recent):
         return CheckScope(
             None, audit_id, None, f"no whole-store check in the last {full_every_days:g} days"
         )
     lo = int(last["audit_id"])
-    ids = sorted(
-        str(r[0]) for r in store.fetch(_CHANGED_SQL, {"lo": lo, "hi": audit_id}) if r[0] is not None
-    )
+    ids = triples_changed_between(store, lo, audit_id)
     return CheckScope(ids, audit_id, lo, "facts changed since the last dream's checks")

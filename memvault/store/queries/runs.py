@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -47,3 +48,27 @@ def last_run_with_stage(store: Store, kind: str, stage: str) -> dict[str, Any] |
         if run is not None and stage in run["cursor"].get("stages", {}):
             return run
     return None
+
+
+def last_succeeded_cursor(store: Store, kind: str, other_than: str) -> tuple[bool, Any]:
+    """(whether there is one, its cursor as stored) of the newest succeeded run of ``kind``
+    other than ``other_than``."""
+    rows = store.fetch(
+        "SELECT started_at, cursor FROM runs WHERE kind = :k AND status = 'succeeded' "
+        "AND id <> :run ORDER BY started_at DESC, id DESC LIMIT 1",
+        {"k": kind, "run": other_than},
+    )
+    return (True, rows[0][1]) if rows else (False, None)
+
+
+def succeeded_cursors_since(
+    store: Store, kind: str, other_than: str, since: dt.datetime
+) -> list[Any]:
+    """The cursors (as stored) of the succeeded runs of ``kind`` other than ``other_than``
+    started at or after ``since``."""
+    rows = store.fetch(
+        "SELECT cursor FROM runs WHERE kind = :k AND status = 'succeeded' "
+        "AND id <> :run AND started_at >= :cut",
+        {"k": kind, "run": other_than, "cut": since},
+    )
+    return [r[0] for r in rows]

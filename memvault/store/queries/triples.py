@@ -127,3 +127,10 @@ def overlapping_current_facts(
     if ids is not None:
         params["ids"], scope = list(ids), _SCOPE_GROUPS
     return store.fetch_df(_OVERLAP_SQL.format(scope=scope), params)
+
+
+def triples_changed_between(store: Store, lo: int, hi: int) -> list[str]:
+    """The ids of the facts audit rows ``lo`` (exclusive) to ``hi`` (inclusive) name: facts
+    written, facts of entities written, both facts of conflict verdicts written; sorted."""
+    found = store.query("triples_changed_between", {"lo": lo, "hi": hi})
+    return sorted(str(i) for i in found.to_series(0).to_list() if i is not None)
