@@ -3,7 +3,7 @@
 Tiers decide what is shown, never what can be found. When tiering turns a block's text into
 a digest, the text it had goes to ``block_originals`` in the same audited transaction (so
 undoing the run removes it again); the first original wins, a later, shorter digest never
-overwrites it. Recall searches the original (:data:`memvault.recall.text.SEARCH_TEXTS_SQL`),
+overwrites it. Recall searches the original (:data:`memvault.store.queries.recall.SEARCH_TEXTS_SQL`),
 shows the digest, and says the original is archived; ``memvault show BLOCK --original``
 prints it. :func:`findability` is what the ``tiering`` asset checks: blocks a run demoted
 are still found by words only their original holds.
@@ -19,32 +19,9 @@ import polars as pl
 
 from memvault.errors import MemvaultError
 from memvault.store import Store
-
-#: Each digested block's original according to the audit log: the before-image of the
-#: tiering change that first turned its full text into a digest, in a run that still stands
-#: (the same rule the migration that created ``block_originals`` filled it with).
-AUDITED_ORIGINALS_SQL = """
-SELECT a.target_id AS id, CAST(a.before_image AS JSON) ->> 'text' AS text
-FROM audit_log a
-JOIN (
-    SELECT x.target_id, min(x.id) AS first_id
-    FROM audit_log x
-    JOIN runs r ON r.id = x.run_id
-    WHERE x.target_table = 'blocks' AND x.phase = 'tiering' AND r.status <> 'undone'
-      AND x.target_id = ANY(:ids)
-      AND x.before_image IS NOT NULL AND x.after_image IS NOT NULL
-      AND CAST(x.before_image AS JSON) ->> 'digest_kind' IS NULL
-      AND CAST(x.after_image AS JSON) ->> 'digest_kind' IS NOT NULL
-    GROUP BY x.target_id
-) f ON a.id = f.first_id
-"""
-
-#: Blocks a run demoted (each once), in a deterministic spread order.
-DEMOTED_SQL = """
-SELECT DISTINCT target_id AS id, md5(target_id) AS spread FROM audit_log
-WHERE run_id = :r AND target_table = 'blocks' AND action = 'demote'
-ORDER BY spread, id
-"""
+from memvault.store.queries import blocks as block_rows
+from memvault.store.queries.audit import demoted_by_run
+from memvault.store.queries.recall import search_texts_of
 
 #: How many of a run's demoted blocks the findability check searches for.
 FINDABILITY_SAMPLE = 50
@@ -118,15 +95,9 @@ class BlockView:
 
 def block_view(store: Store, block_id: str) -> BlockView:
     """The block ``block_id`` with its original; :class:`MemvaultError` when there is none."""
-    rows = store.fetch_df(
-        "SELECT b.id, b.tier, b.status, b.digest_kind, b.text, o.text AS original, "
-        "o.digested_at, o.run_id FROM blocks b LEFT JOIN block_originals o ON o.id = b.id "
-        "WHERE b.id = :id",
-        {"id": block_id},
-    )
-    if rows.is_empty():
+    row = block_rows.block_with_original(store, block_id)
+    if row is None:
         raise MemvaultError(f"no memory block with id {block_id!r} (recall lists block ids)")
-    row = rows.row(0, named=True)
     return BlockView(
         id=row["id"],
         tier=row["tier"],
@@ -173,12 +144,9 @@ class Findability:
 
 def _search_texts(store: Store, ids: list[str]) -> set[str]:
     """The texts recall searched ``ids`` by."""
-    from memvault.recall.text import SEARCH_TEXTS_SQL
-
     if not ids:
         return set()
-    rows = store.fetch(f"SELECT text FROM {SEARCH_TEXTS_SQL} s WHERE id = ANY(:ids)", {"ids": ids})
-    return {str(r[0]) for r in rows}
+    return {str(t) for t in search_texts_of(store, ids)["text"].to_list()}
 
 
 def _rarest_words(text: str, idf: Any, limit: int) -> list[str]:
@@ -219,18 +187,13 @@ def findability(
     report = Findability(run_id=run_id)
     if run_id is None:
         return report
-    demoted = store.fetch_df(DEMOTED_SQL, {"r": run_id})
-    report.demoted = demoted.height
-    ids = demoted["id"].to_list()[:sample] if demoted.height else []
+    demoted = demoted_by_run(store, run_id)
+    report.demoted = len(demoted)
+    ids = demoted[:sample]
     if not ids:
         return report
-    current = store.fetch_df(
-        "SELECT b.id, b.text, b.digest_kind, b.status, o.text AS kept FROM blocks b "
-        "LEFT JOIN block_originals o ON o.id = b.id WHERE b.id = ANY(:ids)",
-        {"ids": ids},
-    )
-    audited = store.fetch_df(AUDITED_ORIGINALS_SQL, {"ids": ids})
-    originals = dict(zip(audited["id"], audited["text"], strict=True)) if audited.height else {}
+    current = block_rows.blocks_with_kept_originals(store, ids)
+    originals = block_rows.audited_originals(store, ids)
     index = recaller.ready(store)
     idf = index.main.keywords.stats.idf_of
     for row in current.sort("id").iter_rows(named=True):

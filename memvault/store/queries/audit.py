@@ -40,3 +40,14 @@ def last_audit_id(store: Store, table: str | None = None) -> int | None:
     else:
         rows = store.fetch("SELECT max(id) FROM audit_log WHERE target_table = :t", {"t": table})
     return None if rows[0][0] is None else int(rows[0][0])
+
+
+def demoted_by_run(store: Store, run_id: str) -> list[str]:
+    """The blocks ``run_id`` demoted, each once, in a deterministic spread order (by the md5
+    of the id)."""
+    rows = store.fetch(
+        "SELECT DISTINCT target_id AS id, md5(target_id) AS spread FROM audit_log "
+        "WHERE run_id = :r AND target_table = 'blocks' AND action = 'demote' ORDER BY spread, id",
+        {"r": run_id},
+    )
+    return [str(r[0]) for r in rows]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -74,3 +75,35 @@ def sessions_of(store: Store, block_ids: Sequence[str]) -> list[str]:
         {"ids": list(block_ids)},
     )
     return [str(r[0]) for r in rows]
+
+
+# -- blocks with their originals (``block_originals``: the text a digest stands in for) -------
+
+
+def block_with_original(store: Store, block_id: str) -> dict[str, Any] | None:
+    """id, tier, status, digest_kind, text, original, digested_at, run_id (of the digest's
+    tiering run) of the block; None when no block has this id."""
+    rows = store.fetch_df(
+        "SELECT b.id, b.tier, b.status, b.digest_kind, b.text, o.text AS original, "
+        "o.digested_at, o.run_id FROM blocks b LEFT JOIN block_originals o ON o.id = b.id "
+        "WHERE b.id = :id",
+        {"id": block_id},
+    )
+    return rows.row(0, named=True) if rows.height else None
+
+
+def blocks_with_kept_originals(store: Store, block_ids: Sequence[str]) -> pl.DataFrame:
+    """id, text, digest_kind, status, kept (the original kept for search, if any) of the
+    blocks of ``block_ids``."""
+    return store.fetch_df(
+        "SELECT b.id, b.text, b.digest_kind, b.status, o.text AS kept FROM blocks b "
+        "LEFT JOIN block_originals o ON o.id = b.id WHERE b.id = ANY(:ids)",
+        {"ids": list(block_ids)},
+    )
+
+
+def audited_originals(store: Store, block_ids: Sequence[str]) -> dict[str, str]:
+    """Each of ``block_ids`` that a standing tiering run digested → the text it had before,
+    per the audit log (sql/queries/audited_originals.sql)."""
+    found = store.query("audited_originals", {"ids": list(block_ids)})
+    return dict(zip(found["id"], found["text"], strict=True)) if found.height else {}
