@@ -134,3 +134,51 @@ def triples_changed_between(store: Store, lo: int, hi: int) -> list[str]:
     written, facts of entities written, both facts of conflict verdicts written; sorted."""
     found = store.query("triples_changed_between", {"lo": lo, "hi": hi})
     return sorted(str(i) for i in found.to_series(0).to_list() if i is not None)
+
+
+# -- what conflict resolution reads (memvault.temporal.conflict) ------------------------------
+
+_CANDIDATES_SQL = """
+SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.invalid_at,
+       t.created_at, t.expired_at, t.status, t.superseded_by, t.confidence,
+       t.source_session, t.source_block
+FROM triples t
+JOIN (SELECT x.subject_id, x.predicate FROM triples x {scope}
+      WHERE x.status IN ('active', 'superseded')
+      GROUP BY x.subject_id, x.predicate HAVING count(*) > 1) g
+  ON g.subject_id = t.subject_id AND g.predicate = t.predicate
+WHERE t.status IN ('active', 'superseded')
+   OR (t.status = 'merged' AND t.valid_at IS NOT NULL
+       AND t.predicate = ANY(CAST(:functional AS TEXT[])))
+"""
+#: Only the (subject, predicate) groups of some facts (a check of what changed).
+_CANDIDATE_GROUPS = """JOIN (SELECT DISTINCT subject_id, predicate FROM triples
+      WHERE id = ANY(CAST(:ids AS TEXT[]))) s
+  ON s.subject_id = x.subject_id AND s.predicate = x.predicate"""
+
+
+def conflict_candidates(
+    store: Store, functional: Sequence[str], ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The triples of the (subject, predicate) groups with two or more live (active or
+    superseded) statements, and the dated merged statements of ``functional`` predicates
+    (``ids``: only the groups of those facts; an empty list reads none)."""
+    params: dict[str, object] = {"functional": list(functional)}
+    scope = ""
+    if ids is not None:
+        params["ids"], scope = list(ids) or [""], _CANDIDATE_GROUPS
+    return store.fetch_df(_CANDIDATES_SQL.format(scope=scope), params)
+
+
+def statement_context(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """What a judge reads around each fact of ``ids``: id, session_started_at, source_text
+    (its source block's), object_type, object_name, object_aliases (its object entity's)."""
+    return store.fetch_df(
+        "SELECT t.id, s.started_at AS session_started_at, b.text AS source_text, "
+        "o.entity_type AS object_type, o.name AS object_name, o.aliases AS object_aliases "
+        "FROM triples t "
+        "LEFT JOIN sessions s ON s.id = t.source_session "
+        "LEFT JOIN blocks b ON b.id = t.source_block "
+        "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
+        {"ids": list(ids)},
+    )

@@ -18,7 +18,9 @@ import polars as pl
 
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
-from memvault.store.queries.triples import triples_by_id
+from memvault.store.queries.layers import attitude_versions
+from memvault.store.queries.triples import conflict_candidates, statement_context, triples_by_id
+from memvault.store.queries.verdicts import all_verdicts
 from memvault.temporal.conflict.judge import ConflictStatement, entity_names
 from memvault.temporal.conflict.model import ROW_SCHEMA, ConflictConfig, typed
 from memvault.temporal.conflict.rules import multi_duplicates, place_undated, preference_links
@@ -30,24 +32,6 @@ from memvault.temporal.timeline import (
     restatement_merges,
 )
 from memvault.text_tokens import STOPWORDS, normalized_expr
-
-_CANDIDATES_SQL = """
-SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.valid_at, t.invalid_at,
-       t.created_at, t.expired_at, t.status, t.superseded_by, t.confidence,
-       t.source_session, t.source_block
-FROM triples t
-JOIN (SELECT x.subject_id, x.predicate FROM triples x {scope}
-      WHERE x.status IN ('active', 'superseded')
-      GROUP BY x.subject_id, x.predicate HAVING count(*) > 1) g
-  ON g.subject_id = t.subject_id AND g.predicate = t.predicate
-WHERE t.status IN ('active', 'superseded')
-   OR (t.status = 'merged' AND t.valid_at IS NOT NULL
-       AND t.predicate = ANY(CAST(:functional AS TEXT[])))
-"""
-#: Only the (subject, predicate) groups of some facts (a check of what changed).
-_SCOPE_GROUPS = """JOIN (SELECT DISTINCT subject_id, predicate FROM triples
-      WHERE id = ANY(CAST(:ids AS TEXT[]))) s
-  ON s.subject_id = x.subject_id AND s.predicate = x.predicate"""
 
 
 def candidate_rows(
@@ -62,11 +46,8 @@ def candidate_rows(
     """
     flags = grounding.frame().select("predicate", "functional", "volatile", "preference")
     functional = flags.filter(pl.col("functional"))["predicate"].to_list()
-    params: dict[str, object] = {"functional": functional}
-    scope = ""
-    if triple_ids is not None:
-        params["ids"], scope = sorted(set(triple_ids)) or [""], _SCOPE_GROUPS
-    rows = typed(store.fetch_df(_CANDIDATES_SQL.format(scope=scope), params), ROW_SCHEMA)
+    ids = None if triple_ids is None else sorted(set(triple_ids))
+    rows = typed(conflict_candidates(store, functional, ids), ROW_SCHEMA)
     rows = rows.with_columns(object_key())
     restated = restatement_merges(rows, functional)
     return (
@@ -88,10 +69,7 @@ def known_verdicts(store: Store) -> pl.DataFrame:
         "verdict": pl.Utf8(),
         "status": pl.Utf8(),
     }
-    return typed(
-        store.fetch_df("SELECT id, triple_a, triple_b, verdict, status FROM conflict_verdicts"),
-        schema,
-    )
+    return typed(all_verdicts(store), schema)
 
 
 def judge_protected(rows: pl.DataFrame, verdicts: pl.DataFrame) -> set[str]:
@@ -114,14 +92,11 @@ def judge_protected(rows: pl.DataFrame, verdicts: pl.DataFrame) -> set[str]:
     return set(hit["old"].to_list())
 
 
-_ATTITUDES_SQL = "SELECT id, statement, evidence, previous_id FROM attitudes"
-
-
 def load_attitudes(store: Store) -> pl.DataFrame:
     """The attitudes and their version chain (``previous_id``), for the preference rule."""
     schema = {"id": pl.Utf8(), "statement": pl.Utf8(), "evidence": pl.Utf8(),
               "previous_id": pl.Utf8()}  # fmt: skip
-    return typed(store.fetch_df(_ATTITUDES_SQL), schema)
+    return typed(attitude_versions(store), schema)
 
 
 # =========================================================================== what the judge sees
@@ -130,17 +105,8 @@ def load_attitudes(store: Store) -> pl.DataFrame:
 def judged_statements(
     store: Store, rows: pl.DataFrame, ids: Sequence[str], max_chars: int
 ) -> dict[str, ConflictStatement]:
-    context = store.fetch_df(
-        "SELECT t.id, s.started_at AS session_started_at, b.text AS source_text, "
-        "o.entity_type AS object_type, o.name AS object_name, o.aliases AS object_aliases "
-        "FROM triples t "
-        "LEFT JOIN sessions s ON s.id = t.source_session "
-        "LEFT JOIN blocks b ON b.id = t.source_block "
-        "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
-        {"ids": list(ids)},
-    )
     context = typed(
-        context,
+        statement_context(store, ids),
         {
             "id": pl.Utf8(),
             "session_started_at": pl.Datetime("us"),

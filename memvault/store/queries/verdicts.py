@@ -1,0 +1,12 @@
+"""The ``conflict_verdicts`` family: what a judge (or a person) decided about two facts."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from memvault.store.store import Store
+
+
+def all_verdicts(store: Store) -> pl.DataFrame:
+    """Every decided pair: id, triple_a, triple_b, verdict, status."""
+    return store.fetch_df("SELECT id, triple_a, triple_b, verdict, status FROM conflict_verdicts")
