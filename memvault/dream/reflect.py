@@ -41,6 +41,9 @@ from memvault.normalize import utcnow
 from memvault.profile.gaps import recall_gaps, record_gaps
 from memvault.recall.result import CITES
 from memvault.store import Store
+from memvault.store.queries.blocks import active_non_insight_texts, memories_mentioning
+from memvault.store.queries.graph import first_communities, most_central_entities
+from memvault.store.queries.triples import superseded_by_predicate
 
 STATISTICAL_LABEL = "[statistical reflection: heuristic judge, no LLM]"
 #: Source blocks given to the judge: per central entity, and in all; text clipped to this.
@@ -234,19 +237,8 @@ def recall_failures(store: Store, min_fails: int = 2) -> list[RecallFailure]:
 
 
 def statistics_snapshot(store: Store, stats: OrientStats, *, top: int = 10) -> StatisticsSnapshot:
-    central = store.fetch_df(
-        "SELECT e.id, e.name, e.entity_type, c.pagerank, c.ppr, "
-        "(SELECT count(*) FROM triples t WHERE t.subject_id = e.id AND t.status = 'active') AS facts "
-        "FROM centrality c JOIN entities e ON e.id = c.entity_id WHERE e.status = 'active' "
-        "ORDER BY c.ppr DESC, e.id LIMIT :n",
-        {"n": top},
-    )
-    communities = store.fetch_df(
-        "SELECT m.community, m.size, e.name, coalesce(c.ppr, 0) AS ppr FROM communities m "
-        "JOIN entities e ON e.id = m.entity_id LEFT JOIN centrality c ON c.entity_id = m.entity_id "
-        "WHERE m.community IN (SELECT DISTINCT community FROM communities ORDER BY community LIMIT :n)",
-        {"n": top},
-    )
+    central = most_central_entities(store, top)
+    communities = first_communities(store, top)
     summaries = []
     if not communities.is_empty():
         for part in communities.sort(
@@ -261,11 +253,7 @@ def statistics_snapshot(store: Store, stats: OrientStats, *, top: int = 10) -> S
             )
         summaries.sort(key=lambda s: (-s.size, s.community))
     sources = source_blocks(store, [str(i) for i in central["id"].to_list()])
-    superseded = dict(
-        store.fetch(
-            "SELECT predicate, count(*) FROM triples WHERE status = 'superseded' GROUP BY predicate"
-        )
-    )
+    superseded = superseded_by_predicate(store)
     return StatisticsSnapshot(
         new_since_last_dream=stats.new,
         totals=stats.totals,
@@ -289,12 +277,7 @@ def source_blocks(
     entities' order: what the reflection may cite."""
     if not entity_ids:
         return []
-    rows = store.fetch_df(
-        "SELECT m.entity_id, b.id, b.text, b.created_at FROM mentions m "
-        "JOIN blocks b ON b.id = m.block_id "
-        "WHERE m.entity_id = ANY(:ids) AND b.status = 'active' AND b.kind <> 'insight'",
-        {"ids": entity_ids},
-    )
+    rows = memories_mentioning(store, entity_ids)
     if rows.is_empty():
         return []
     order = {e: k for k, e in enumerate(entity_ids)}
@@ -358,13 +341,7 @@ def supported_insights(
     those blocks do not. The others are counted in ``refused_by`` by reason."""
     given = {s.id for s in snapshot.sources}
     cited = sorted({b for i in insights for b in i.source_ids if b in given})
-    texts = dict(
-        store.fetch(
-            "SELECT id, text FROM blocks WHERE id = ANY(:ids) AND status = 'active' "
-            "AND kind <> 'insight'",
-            {"ids": cited or [""]},
-        )
-    )
+    texts = active_non_insight_texts(store, cited)
     kept = []
     for insight in insights:
         ids = list(dict.fromkeys(insight.source_ids))

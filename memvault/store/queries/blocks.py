@@ -107,3 +107,24 @@ def audited_originals(store: Store, block_ids: Sequence[str]) -> dict[str, str]:
     per the audit log (sql/queries/audited_originals.sql)."""
     found = store.query("audited_originals", {"ids": list(block_ids)})
     return dict(zip(found["id"], found["text"], strict=True)) if found.height else {}
+
+
+def memories_mentioning(store: Store, entity_ids: Sequence[str]) -> pl.DataFrame:
+    """entity_id, id, text, created_at of each active block other than an insight that
+    mentions one of ``entity_ids`` (once per mention)."""
+    return store.fetch_df(
+        "SELECT m.entity_id, b.id, b.text, b.created_at FROM mentions m "
+        "JOIN blocks b ON b.id = m.block_id "
+        "WHERE m.entity_id = ANY(:ids) AND b.status = 'active' AND b.kind <> 'insight'",
+        {"ids": list(entity_ids)},
+    )
+
+
+def active_non_insight_texts(store: Store, block_ids: Sequence[str]) -> dict[str, str]:
+    """The text of each of ``block_ids`` that is an active block other than an insight."""
+    rows = store.fetch(
+        "SELECT id, text FROM blocks WHERE id = ANY(:ids) AND status = 'active' "
+        "AND kind <> 'insight'",
+        {"ids": list(block_ids) or [""]},
+    )
+    return dict(rows)

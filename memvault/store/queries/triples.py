@@ -182,3 +182,11 @@ def statement_context(store: Store, ids: Sequence[str]) -> pl.DataFrame:
         "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
         {"ids": list(ids)},
     )
+
+
+def superseded_by_predicate(store: Store) -> dict[str, int]:
+    """How many superseded facts each predicate has (predicates without one absent)."""
+    rows = store.fetch(
+        "SELECT predicate, count(*) FROM triples WHERE status = 'superseded' GROUP BY predicate"
+    )
+    return {str(p): int(n) for p, n in rows}

@@ -1,0 +1,31 @@
+"""The graph family (``centrality``, ``communities``): what the graph step computed of the
+entities, read by the stages that report on it."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from memvault.store.store import Store
+
+
+def most_central_entities(store: Store, top: int) -> pl.DataFrame:
+    """The ``top`` active entities by personalized PageRank (ties by id): id, name,
+    entity_type, pagerank, ppr, facts (their active facts as subject)."""
+    return store.fetch_df(
+        "SELECT e.id, e.name, e.entity_type, c.pagerank, c.ppr, "
+        "(SELECT count(*) FROM triples t WHERE t.subject_id = e.id AND t.status = 'active') AS facts "
+        "FROM centrality c JOIN entities e ON e.id = c.entity_id WHERE e.status = 'active' "
+        "ORDER BY c.ppr DESC, e.id LIMIT :n",
+        {"n": top},
+    )
+
+
+def first_communities(store: Store, count: int) -> pl.DataFrame:
+    """The members of the ``count`` lowest-numbered communities: community, size, name,
+    ppr (0 without a centrality row), in no particular order."""
+    return store.fetch_df(
+        "SELECT m.community, m.size, e.name, coalesce(c.ppr, 0) AS ppr FROM communities m "
+        "JOIN entities e ON e.id = m.entity_id LEFT JOIN centrality c ON c.entity_id = m.entity_id "
+        "WHERE m.community IN (SELECT DISTINCT community FROM communities ORDER BY community LIMIT :n)",
+        {"n": count},
+    )
