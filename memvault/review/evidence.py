@@ -17,29 +17,23 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import polars as pl
 from pydantic import BaseModel, Field
 
 from memvault.review.queue import ReviewItem
 from memvault.store import Store
+from memvault.store.queries.blocks import blocks_as_shown
+from memvault.store.queries.entities import entities_as_shown
+from memvault.store.queries.layers import attitudes_as_shown
+from memvault.store.queries.triples import facts_as_shown, facts_of_entity_as_shown
 
 #: Longer texts are shown cut (with " …"): the page stays readable and the diff cheap.
 MAX_CHARS = 20_000
 #: At most this many facts of an entity proposed for archiving are shown.
 MAX_RELATED = 20
-
-_FACTS_SQL = """
-SELECT t.id, e.name AS subject, t.predicate, t.object, t.status, t.confidence, t.valid_at,
-       t.invalid_at, t.created_at, t.expired_at, t.source_session, t.source_block,
-       b.text AS source_text
-FROM triples t
-LEFT JOIN entities e ON e.id = t.subject_id
-LEFT JOIN blocks b ON b.id = t.source_block
-WHERE {where}
-ORDER BY t.created_at, t.id
-"""
 
 
 class Memory(BaseModel):
@@ -151,23 +145,24 @@ def _fact(row: dict[str, Any], role: str) -> Memory:
     )
 
 
-def _rows(store: Store, sql: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+Reader = Callable[[Store, Sequence[str]], pl.DataFrame]
+
+
+def _rows(store: Store, read: Reader, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    frame = store.fetch_df(sql, {"ids": list(ids)})
-    return {r["id"]: r for r in frame.iter_rows(named=True)}
+    return {r["id"]: r for r in read(store, ids).iter_rows(named=True)}
 
 
 def _facts(store: Store, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    return _rows(store, _FACTS_SQL.format(where="t.id = ANY(CAST(:ids AS TEXT[]))"), ids)
+    return _rows(store, facts_as_shown, ids)
 
 
-#: How a block, an entity and a preference are read (by ``:ids``) …
-_ROW_SQL = {
-    "blocks": "SELECT id, kind, role, text, status, session_id, created_at, pinned FROM blocks",
-    "entities": "SELECT id, name, entity_type, aliases, status, created_at FROM entities",
-    "attitudes": "SELECT id, category, statement, confidence, created_at, superseded_at "
-    "FROM attitudes",
+#: How a block, an entity and a preference are read (by id) …
+_READ: dict[str, Reader] = {
+    "blocks": blocks_as_shown,
+    "entities": entities_as_shown,
+    "attitudes": attitudes_as_shown,
 }
 
 
@@ -211,9 +206,8 @@ def _lookup(store: Store, table: str, item_id: str, role: str) -> Memory:
     if table == "triples":
         row = _facts(store, [item_id]).get(item_id)
         return _fact(row, role) if row else Memory(role=role, table=table, id=item_id, found=False)
-    if table in _ROW_SQL:
-        sql = _ROW_SQL[table] + " WHERE id = ANY(CAST(:ids AS TEXT[]))"
-        row = _rows(store, sql, [item_id]).get(item_id)
+    if table in _READ:
+        row = _rows(store, _READ[table], [item_id]).get(item_id)
         if row is None:
             return Memory(role=role, table=table, id=item_id, found=False)
         return Memory(role=role, table=table, id=item_id, **_SHOWN[table](row))
@@ -255,11 +249,7 @@ def _archive(store: Store, item: ReviewItem) -> Evidence:
     entity = _lookup(store, "entities", item.target_id or "", "entity")
     if not entity.found:
         entity.text = str(item.proposal.get("entity") or "")
-    frame = store.fetch_df(
-        _FACTS_SQL.format(where="t.subject_id = :id OR t.object_id = :id")
-        + f" LIMIT {MAX_RELATED}",
-        {"id": item.target_id},
-    )
+    frame = facts_of_entity_as_shown(store, item.target_id, MAX_RELATED)
     facts = {r["id"]: r for r in frame.iter_rows(named=True)}
     return Evidence(
         memories=[entity],

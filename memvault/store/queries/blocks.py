@@ -128,3 +128,13 @@ def active_non_insight_texts(store: Store, block_ids: Sequence[str]) -> dict[str
         {"ids": list(block_ids) or [""]},
     )
     return dict(rows)
+
+
+def blocks_as_shown(store: Store, block_ids: Sequence[str]) -> pl.DataFrame:
+    """What a reviewer is shown of the blocks of ``block_ids``: id, kind, role, text, status,
+    session_id, created_at, pinned."""
+    return store.fetch_df(
+        "SELECT id, kind, role, text, status, session_id, created_at, pinned FROM blocks "
+        "WHERE id = ANY(CAST(:ids AS TEXT[]))",
+        {"ids": list(block_ids)},
+    )

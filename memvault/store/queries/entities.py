@@ -82,3 +82,13 @@ def mentioned_by_blocks_accessed_since(
         {"ids": list(ids), "since": since},
     )
     return {r[0] for r in rows}
+
+
+def entities_as_shown(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """What a reviewer is shown of the entities of ``ids``: id, name, entity_type, aliases,
+    status, created_at."""
+    return store.fetch_df(
+        "SELECT id, name, entity_type, aliases, status, created_at FROM entities "
+        "WHERE id = ANY(CAST(:ids AS TEXT[]))",
+        {"ids": list(ids)},
+    )

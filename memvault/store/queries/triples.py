@@ -190,3 +190,36 @@ def superseded_by_predicate(store: Store) -> dict[str, int]:
         "SELECT predicate, count(*) FROM triples WHERE status = 'superseded' GROUP BY predicate"
     )
     return {str(p): int(n) for p, n in rows}
+
+
+# -- what a reviewer is shown of a fact (memvault.review.evidence) -----------------------------
+
+_FACTS_SHOWN_SQL = """
+SELECT t.id, e.name AS subject, t.predicate, t.object, t.status, t.confidence, t.valid_at,
+       t.invalid_at, t.created_at, t.expired_at, t.source_session, t.source_block,
+       b.text AS source_text
+FROM triples t
+LEFT JOIN entities e ON e.id = t.subject_id
+LEFT JOIN blocks b ON b.id = t.source_block
+WHERE {where}
+ORDER BY t.created_at, t.id
+"""
+
+
+def facts_as_shown(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """The facts of ``ids`` as a reviewer sees them, oldest first: id, subject (its name),
+    predicate, object, status, confidence, valid_at, invalid_at, created_at, expired_at,
+    source_session, source_block, source_text."""
+    return store.fetch_df(
+        _FACTS_SHOWN_SQL.format(where="t.id = ANY(CAST(:ids AS TEXT[]))"), {"ids": list(ids)}
+    )
+
+
+def facts_of_entity_as_shown(store: Store, entity_id: str | None, limit: int) -> pl.DataFrame:
+    """The first ``limit`` facts with ``entity_id`` as subject or object, as
+    :func:`facts_as_shown` shows them."""
+    return store.fetch_df(
+        _FACTS_SHOWN_SQL.format(where="t.subject_id = :id OR t.object_id = :id")
+        + f" LIMIT {int(limit)}",
+        {"id": entity_id},
+    )
