@@ -42,8 +42,14 @@ from memvault.ids import stable_id
 from memvault.normalize import to_utc_naive, utcnow
 from memvault.recall.recaller import Recaller, signature_of
 from memvault.store import Store
-from memvault.store.queries.entities import entity_labels_of
+from memvault.store.queries.entities import entity_labels_of, most_mentioned_between
 from memvault.store.queries.profile import latest_rising, latest_top_entities
+from memvault.store.queries.recall import (
+    prefetch_entries_used,
+    recalls_after,
+    recalls_served,
+    served_prefetch_entries,
+)
 from memvault.store.tracked import tracked_run
 
 #: Predictions searched per run, at most.
@@ -109,11 +115,7 @@ class PrefetchReport:
 
 
 def _recalls(store: Store, since: dt.datetime, now: dt.datetime) -> pl.DataFrame:
-    log = store.fetch_df(
-        "SELECT query, intent_label, entities, verdict, signature, created_at FROM recall_log "
-        "WHERE created_at > :a AND created_at <= :b ORDER BY created_at",
-        {"a": since, "b": now},
-    )
+    log = recalls_after(store, since, now)
     if log.is_empty():
         return pl.DataFrame(
             schema={"query": pl.Utf8, "intent_label": pl.Utf8, "ents": pl.List(pl.Utf8),
@@ -225,15 +227,11 @@ def _profile_entities(store: Store, now: dt.datetime) -> dict[str, float]:
 
 def _session_entities(store: Store, now: dt.datetime) -> dict[str, float]:
     """The entities mentioned most in the recent sessions (share of the top one's count)."""
-    rows = store.fetch(
-        "SELECT entity_id, count(*) AS n FROM mentions WHERE mentioned_at > :a AND "
-        "mentioned_at <= :b GROUP BY entity_id ORDER BY n DESC, entity_id LIMIT 10",
-        {"a": now - dt.timedelta(days=RECENT_SESSION_DAYS), "b": now},
-    )
+    rows = most_mentioned_between(store, now - dt.timedelta(days=RECENT_SESSION_DAYS), now, 10)
     if not rows:
         return {}
-    most = max(int(n) for _, n in rows)
-    return {str(e): int(n) / most for e, n in rows}
+    most = max(n for _, n in rows)
+    return {e: n / most for e, n in rows}
 
 
 def refresh_prefetch(
@@ -255,12 +253,7 @@ def refresh_prefetch(
         report.by_source[p.source] = report.by_source.get(p.source, 0) + 1
     # The entry each signature is served from now: the latest valid one.
     existing = {
-        r["signature"]: r
-        for r in store.fetch_df(
-            "SELECT id, signature, result_ids, facts, created_at FROM prefetch_cache "
-            "WHERE expires_at > :now AND created_at <= :now ORDER BY created_at, id",
-            {"now": now},
-        ).iter_rows(named=True)
+        r["signature"]: r for r in served_prefetch_entries(store, now).iter_rows(named=True)
     }
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
@@ -310,20 +303,10 @@ def refresh_prefetch(
 def hit_rate(store: Store, since: dt.datetime, until: dt.datetime) -> dict[str, Any]:
     """Of the entries created in [since, until), the share a later recall used; of the recalls
     in the window, the share served from the cache."""
-    entries = store.fetch_df(
-        "SELECT p.id, p.created_at, count(r.id) AS used FROM prefetch_cache p "
-        "LEFT JOIN recall_log r ON r.prefetch_id = p.id AND r.created_at >= p.created_at "
-        "WHERE p.created_at >= :a AND p.created_at < :b GROUP BY p.id, p.created_at",
-        {"a": since, "b": until},
-    )
-    total, served = store.fetch(
-        "SELECT count(*), sum(CASE WHEN prefetch_id IS NOT NULL THEN 1 ELSE 0 END) "
-        "FROM recall_log WHERE created_at >= :a AND created_at < :b",
-        {"a": since, "b": until},
-    )[0]
+    entries = prefetch_entries_used(store, since, until)
+    total, served = recalls_served(store, since, until)
     created = entries.height
     used = int((entries["used"] > 0).sum()) if created else 0
-    total, served = int(total or 0), int(served or 0)
     return {
         "entries_created": created,
         "entries_used": used,

@@ -92,3 +92,16 @@ def entities_as_shown(store: Store, ids: Sequence[str]) -> pl.DataFrame:
         "WHERE id = ANY(CAST(:ids AS TEXT[]))",
         {"ids": list(ids)},
     )
+
+
+def most_mentioned_between(
+    store: Store, after: dt.datetime, until: dt.datetime, limit: int
+) -> list[tuple[str, int]]:
+    """The ``limit`` entities mentioned most after ``after`` up to ``until``, as (entity id,
+    mentions), most first (ties by id)."""
+    rows = store.fetch(
+        "SELECT entity_id, count(*) AS n FROM mentions WHERE mentioned_at > :a AND "
+        f"mentioned_at <= :b GROUP BY entity_id ORDER BY n DESC, entity_id LIMIT {int(limit)}",
+        {"a": after, "b": until},
+    )
+    return [(str(e), int(n)) for e, n in rows]

@@ -185,3 +185,47 @@ def block_mentions(store: Store, ids: Sequence[str] | None = None) -> pl.DataFra
         "AND block_id = ANY(:ids)",
         {"ids": list(ids)},
     )
+
+
+# -- what prefetch reads (memvault.recall.prefetch) ------------------------------------------
+
+
+def recalls_after(store: Store, after: dt.datetime, until: dt.datetime) -> pl.DataFrame:
+    """The recalls logged after ``after`` up to ``until``, oldest first: query, intent_label,
+    entities (JSON list text), verdict, signature, created_at."""
+    return store.fetch_df(
+        "SELECT query, intent_label, entities, verdict, signature, created_at FROM recall_log "
+        "WHERE created_at > :a AND created_at <= :b ORDER BY created_at",
+        {"a": after, "b": until},
+    )
+
+
+def served_prefetch_entries(store: Store, now: dt.datetime) -> pl.DataFrame:
+    """The prefetched entries made by ``now`` that have not expired, oldest first (a later
+    entry of a signature is the one served): id, signature, result_ids, facts, created_at."""
+    return store.fetch_df(
+        "SELECT id, signature, result_ids, facts, created_at FROM prefetch_cache "
+        "WHERE expires_at > :now AND created_at <= :now ORDER BY created_at, id",
+        {"now": now},
+    )
+
+
+def prefetch_entries_used(store: Store, since: dt.datetime, until: dt.datetime) -> pl.DataFrame:
+    """The prefetched entries created in [since, until) with how many later recalls used
+    them: id, created_at, used."""
+    return store.fetch_df(
+        "SELECT p.id, p.created_at, count(r.id) AS used FROM prefetch_cache p "
+        "LEFT JOIN recall_log r ON r.prefetch_id = p.id AND r.created_at >= p.created_at "
+        "WHERE p.created_at >= :a AND p.created_at < :b GROUP BY p.id, p.created_at",
+        {"a": since, "b": until},
+    )
+
+
+def recalls_served(store: Store, since: dt.datetime, until: dt.datetime) -> tuple[int, int]:
+    """(recalls logged in [since, until), of which served from the prefetch cache)."""
+    total, served = store.fetch(
+        "SELECT count(*), sum(CASE WHEN prefetch_id IS NOT NULL THEN 1 ELSE 0 END) "
+        "FROM recall_log WHERE created_at >= :a AND created_at < :b",
+        {"a": since, "b": until},
+    )[0]
+    return int(total or 0), int(served or 0)
