@@ -30,22 +30,17 @@ from memvault.review.impact import ImpactInputs, impact_score, subject_inputs
 from memvault.review.policy import ReviewPolicy, route
 from memvault.review.queue import enqueue_row
 from memvault.store import Store
+from memvault.store.queries.review import (
+    active_facts_not_held,
+    queued_targets,
+    unqueued_low_confidence_facts,
+)
 
 MEMORY_KIND = "memory"
 GROUNDING_KIND = "grounding"
 ARCHIVE_KIND = "lint:archive-entity"
 #: How sure the lint is that an entity with only retired facts may be archived (a rule saw it).
 ARCHIVE_CONFIDENCE = 0.9
-
-_LOW_CONFIDENCE_SQL = """
-SELECT t.id, t.subject_id, e.name AS subject, t.predicate, t.object, t.confidence,
-       t.valid_at, t.created_at, t.source_session, t.source_block
-FROM triples t LEFT JOIN entities e ON e.id = t.subject_id
-WHERE t.status = 'active' AND t.confidence < :low
-  AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.id = 'memory:' || t.id)
-ORDER BY t.confidence, t.created_at, t.id
-LIMIT :limit
-"""
 
 
 @dataclass
@@ -69,7 +64,7 @@ def queue_low_confidence(
     """Queue up to ``limit`` current facts stored with less than ``policy.low_confidence``
     (least sure first)."""
     now = now or utcnow()
-    rows = store.fetch_df(_LOW_CONFIDENCE_SQL, {"low": policy.low_confidence, "limit": limit})
+    rows = unqueued_low_confidence_facts(store, policy.low_confidence, limit)
     items = []
     for row in rows.iter_rows(named=True):
         centrality, dependents = subject_inputs(store, row["subject_id"])
@@ -121,14 +116,7 @@ def propose_archives(
     if not entities:
         return Intake()
     ids = [e for e, _ in entities]
-    proposed = {
-        r[0]
-        for r in store.fetch(
-            "SELECT target_id FROM review_queue WHERE kind = :k "
-            "AND target_id = ANY(CAST(:ids AS TEXT[]))",
-            {"k": ARCHIVE_KIND, "ids": ids},
-        )
-    }
+    proposed = queued_targets(store, ARCHIVE_KIND, ids)
     intake = Intake()
     batch = [(e, n) for e, n in entities if e not in proposed]
     archive, queue = [], []
@@ -182,16 +170,6 @@ def propose_archives(
     return intake
 
 
-_HELD_SQL = """
-SELECT t.id, t.subject_id, e.name AS subject, t.predicate, t.object, t.valid_at,
-       t.source_session, t.source_block
-FROM triples t LEFT JOIN entities e ON e.id = t.subject_id
-WHERE t.id = ANY(CAST(:ids AS TEXT[])) AND t.status = 'active'
-  AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.id = 'grounding:' || t.id)
-ORDER BY t.id
-"""
-
-
 def hold_for_review(
     store: Store,
     run_id: str,
@@ -205,7 +183,7 @@ def hold_for_review(
     the store's beliefs — status ``held``, kept with the reason — and queue each for a person
     (a fact a person already decided on is left as they decided)."""
     now = now or utcnow()
-    rows = store.fetch_df(_HELD_SQL, {"ids": sorted(problems)})
+    rows = active_facts_not_held(store, sorted(problems))
     if rows.is_empty():
         return Intake()
     items, held = [], []

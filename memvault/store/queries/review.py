@@ -1,0 +1,54 @@
+"""The ``review_queue`` family: what waits for a person, and what the queue's intake and its
+impact weighing read of the facts, entities and memories a proposal is about."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from memvault.store.store import Store
+
+_LOW_CONFIDENCE_SQL = """
+SELECT t.id, t.subject_id, e.name AS subject, t.predicate, t.object, t.confidence,
+       t.valid_at, t.created_at, t.source_session, t.source_block
+FROM triples t LEFT JOIN entities e ON e.id = t.subject_id
+WHERE t.status = 'active' AND t.confidence < :low
+  AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.id = 'memory:' || t.id)
+ORDER BY t.confidence, t.created_at, t.id
+LIMIT :limit
+"""
+
+
+def unqueued_low_confidence_facts(store: Store, low: float, limit: int) -> pl.DataFrame:
+    """Up to ``limit`` active facts of confidence below ``low`` not yet queued (item
+    ``memory:<id>``), least sure first: id, subject_id, subject (its name), predicate, object,
+    confidence, valid_at, created_at, source_session, source_block."""
+    return store.fetch_df(_LOW_CONFIDENCE_SQL, {"low": low, "limit": limit})
+
+
+def queued_targets(store: Store, kind: str, target_ids: Sequence[str]) -> set[str]:
+    """Those of ``target_ids`` that an item of ``kind`` (of any status) is about."""
+    rows = store.fetch(
+        "SELECT target_id FROM review_queue WHERE kind = :k "
+        "AND target_id = ANY(CAST(:ids AS TEXT[]))",
+        {"k": kind, "ids": list(target_ids)},
+    )
+    return {r[0] for r in rows}
+
+
+_UNHELD_SQL = """
+SELECT t.id, t.subject_id, e.name AS subject, t.predicate, t.object, t.valid_at,
+       t.source_session, t.source_block
+FROM triples t LEFT JOIN entities e ON e.id = t.subject_id
+WHERE t.id = ANY(CAST(:ids AS TEXT[])) AND t.status = 'active'
+  AND NOT EXISTS (SELECT 1 FROM review_queue q WHERE q.id = 'grounding:' || t.id)
+ORDER BY t.id
+"""
+
+
+def active_facts_not_held(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """The active facts of ``ids`` no grounding item (``grounding:<id>``) was queued for, by
+    id: id, subject_id, subject (its name), predicate, object, valid_at, source_session,
+    source_block."""
+    return store.fetch_df(_UNHELD_SQL, {"ids": list(ids)})
