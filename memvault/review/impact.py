@@ -22,6 +22,9 @@ import math
 from pydantic import BaseModel, Field
 
 from memvault.store import Store
+from memvault.store.queries.graph import centrality_rank
+from memvault.store.queries.review import subject_of_row
+from memvault.store.queries.triples import dependent_fact_count
 
 WEIGHTS = {"centrality": 0.30, "dependents": 0.20, "layer": 0.30, "retires_current": 0.20}
 DEPENDENTS_SCALE = 50
@@ -49,30 +52,15 @@ def impact_score(inputs: ImpactInputs) -> float:
 
 def subject_inputs(store: Store, subject_id: str) -> tuple[float, int]:
     """(centrality percentile, dependent facts) of an entity, read from the store."""
-    ppr = store.fetch("SELECT ppr FROM centrality WHERE entity_id = :s", {"s": subject_id})
+    rank = centrality_rank(store, subject_id)
     centrality = 0.0
-    if ppr:
-        below, total = store.fetch(
-            "SELECT count(*) FILTER (WHERE ppr < :p), count(*) FROM centrality", {"p": ppr[0][0]}
-        )[0]
-        centrality = float(below) / max(1, int(total) - 1) if total else 0.0
-    dependents = store.fetch(
-        "SELECT count(*) FROM triples WHERE (subject_id = :s OR object_id = :s) "
-        "AND status IN ('active', 'superseded')",
-        {"s": subject_id},
-    )[0][0]
-    return min(1.0, centrality), int(dependents)
+    if rank is not None:
+        below, total = rank
+        centrality = float(below) / max(1, total - 1) if total else 0.0
+    return min(1.0, centrality), dependent_fact_count(store, subject_id)
 
 
-#: What a change to a row of these tables is about: the entity whose standing it weighs.
-_SUBJECT_SQL = {
-    "triples": "SELECT subject_id FROM triples WHERE id = :id",
-    "entities": "SELECT id FROM entities WHERE id = :id",
-    # A memory: the most central entity it mentions (any it mentions before the first dream).
-    "blocks": "SELECT m.entity_id FROM mentions m LEFT JOIN centrality c "
-    "ON c.entity_id = m.entity_id WHERE m.block_id = :id "
-    "ORDER BY c.ppr DESC NULLS LAST, m.entity_id LIMIT 1",
-}
+#: The table a proposal's target kind names (what it is about: :func:`subject_of_row`).
 _TABLE_OF = {"entity": "entities", "item": "blocks", "block": "blocks", "triple": "triples"}
 
 
@@ -83,9 +71,8 @@ def target_inputs(
     a proposal made without a subject in hand (the gardener's) is weighed like the others.
     A row the store does not hold (an item of an MCP memory server the gardener tends) adds
     no centrality and no dependents: only what the change does counts."""
-    sql = _SUBJECT_SQL.get(_TABLE_OF.get(target_table, target_table))
-    found = store.fetch(sql, {"id": target_id}) if sql else []
-    centrality, dependents = subject_inputs(store, found[0][0]) if found else (0.0, 0)
+    subject = subject_of_row(store, _TABLE_OF.get(target_table, target_table), target_id)
+    centrality, dependents = subject_inputs(store, subject) if subject is not None else (0.0, 0)
     return ImpactInputs(
         centrality=centrality, dependents=dependents, layer=layer, retires_current=retires_current
     )

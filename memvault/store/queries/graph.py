@@ -29,3 +29,15 @@ def first_communities(store: Store, count: int) -> pl.DataFrame:
         "WHERE m.community IN (SELECT DISTINCT community FROM communities ORDER BY community LIMIT :n)",
         {"n": count},
     )
+
+
+def centrality_rank(store: Store, entity_id: str) -> tuple[int, int] | None:
+    """(entities of lower personalized PageRank, entities ranked) for ``entity_id``; None when
+    it has no centrality row."""
+    ppr = store.fetch("SELECT ppr FROM centrality WHERE entity_id = :s", {"s": entity_id})
+    if not ppr:
+        return None
+    below, total = store.fetch(
+        "SELECT count(*) FILTER (WHERE ppr < :p), count(*) FROM centrality", {"p": ppr[0][0]}
+    )[0]
+    return int(below), int(total)

@@ -52,3 +52,22 @@ def active_facts_not_held(store: Store, ids: Sequence[str]) -> pl.DataFrame:
     id: id, subject_id, subject (its name), predicate, object, valid_at, source_session,
     source_block."""
     return store.fetch_df(_UNHELD_SQL, {"ids": list(ids)})
+
+
+#: What a change to a row of these tables is about: the entity whose standing it weighs.
+_SUBJECT_SQL = {
+    "triples": "SELECT subject_id FROM triples WHERE id = :id",
+    "entities": "SELECT id FROM entities WHERE id = :id",
+    # A memory: the most central entity it mentions (any it mentions before the first dream).
+    "blocks": "SELECT m.entity_id FROM mentions m LEFT JOIN centrality c "
+    "ON c.entity_id = m.entity_id WHERE m.block_id = :id "
+    "ORDER BY c.ppr DESC NULLS LAST, m.entity_id LIMIT 1",
+}
+
+
+def subject_of_row(store: Store, table: str, row_id: str) -> str | None:
+    """The entity a row of ``table`` is about: a fact's subject, the entity itself, a memory's
+    most central mentioned entity; None for another table or a row the store does not hold."""
+    sql = _SUBJECT_SQL.get(table)
+    found = store.fetch(sql, {"id": row_id}) if sql else []
+    return found[0][0] if found else None

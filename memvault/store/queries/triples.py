@@ -223,3 +223,14 @@ def facts_of_entity_as_shown(store: Store, entity_id: str | None, limit: int) ->
         + f" LIMIT {int(limit)}",
         {"id": entity_id},
     )
+
+
+def dependent_fact_count(store: Store, entity_id: str) -> int:
+    """How many live (active or superseded) facts have ``entity_id`` as subject or object."""
+    return int(
+        store.fetch(
+            "SELECT count(*) FROM triples WHERE (subject_id = :s OR object_id = :s) "
+            "AND status IN ('active', 'superseded')",
+            {"s": entity_id},
+        )[0][0]
+    )
