@@ -34,8 +34,9 @@ class DreamResource(dg.ConfigurableResource):
     orphan_grace_days: float = setting(DreamConfig, "orphan_grace_days")
     full: bool = Field(
         default=False,
-        description="Check every fact this time (the weekly whole-store pass, on demand), not "
-        "only the facts changed since the last dream's checks",
+        description="Check every fact and refresh every edge this time (the weekly whole-store "
+        "pass, on demand), not only the facts and pairs changed since the last dream; "
+        "communities are then partitioned from scratch",
     )
     full_every_days: float = setting(DreamConfig, "full_every_days")
     confidence_threshold: float = setting(ConflictConfig, "confidence_threshold")

@@ -79,7 +79,13 @@ def dream_graph(
     with all_or_nothing(context, store, dream) as run_id, store.open() as opened:
         carry_on(opened, run_id)
         graph = DreamGraph(
-            opened, GraphConfig.model_validate(dream.graph), run_id, dream.dry_run, context.log.info
+            opened,
+            GraphConfig.model_validate(dream.graph),
+            run_id,
+            dream.dry_run,
+            context.log.info,
+            full=dream.full,
+            full_every_days=dream.full_every_days,
         )
         # An incremental refresh wrote a few edges: those are checked, not the store's.
         expectations = {

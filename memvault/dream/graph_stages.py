@@ -67,6 +67,10 @@ class DreamGraph:
     run_id: str
     dry_run: bool
     log: Callable[[str], None] = print
+    #: Refresh every edge this time (on demand); else a full refresh when none ran in
+    #: ``full_every_days`` days. A full refresh partitions from scratch (cold Leiden).
+    full: bool = False
+    full_every_days: float | None = None
     edges: EdgeReport | None = None
     communities: CommunityReport | None = None
     centrality: CentralityReport | None = None
@@ -84,12 +88,25 @@ class DreamGraph:
         ]
 
     def refresh_edges(self) -> EdgeReport:
-        self.edges = refresh_edges(self.store, self.config, self.run_id, dry_run=self.dry_run)
+        self.edges = refresh_edges(
+            self.store,
+            self.config,
+            self.run_id,
+            full=self.full,
+            dry_run=self.dry_run,
+            full_every_days=self.full_every_days,
+        )
         return self.edges
 
     def detect_communities(self) -> CommunityReport:
+        # After an incremental edge refresh Leiden starts from last night's partition (or does
+        # not run when the connected graph is unchanged); after a full one, from scratch.
         self.communities = detect_communities(
-            self.store, self.config, self.run_id, dry_run=self.dry_run
+            self.store,
+            self.config,
+            self.run_id,
+            dry_run=self.dry_run,
+            warm=self.edges is not None and self.edges.incremental,
         )
         return self.communities
 

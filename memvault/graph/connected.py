@@ -8,9 +8,11 @@ reproducible run after run.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import igraph as ig
+import numpy as np
 import polars as pl
 
 from memvault.store import Store
@@ -33,6 +35,15 @@ class ConnectedGraph:
     @property
     def index(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.ids)}
+
+    def fingerprint(self) -> str:
+        """A hash of the vertices, edges and weights: equal fingerprints, equal graphs (so a
+        stage that read this graph before need not run again)."""
+        digest = hashlib.sha256("\n".join(self.ids).encode())
+        digest.update(np.asarray(self.graph.get_edgelist(), dtype=np.int64).tobytes())
+        weights = self.graph.es["weight"] if self.graph.ecount() else []
+        digest.update(np.asarray(weights, dtype=np.float64).tobytes())
+        return digest.hexdigest()[:16]
 
 
 def connected_graph(store: Store) -> ConnectedGraph:

@@ -132,8 +132,10 @@ def refresh_edges(
     *,
     full: bool = False,
     dry_run: bool = False,
+    full_every_days: float | None = None,
 ) -> EdgeReport:
-    """Bring table ``edges`` up to date (incrementally unless ``full`` or nothing to start from).
+    """Bring table ``edges`` up to date (incrementally unless ``full``, nothing to start from,
+    or no full refresh in ``full_every_days`` days).
 
     ``run_id`` owns the audit rows and, on its ``runs`` row, the cursor of the next
     incremental run (a run row of kind ``graph`` is created when there is none).
@@ -141,7 +143,7 @@ def refresh_edges(
     """
     timer = _Timer()
     cursor = None if full else inc.last_cursor(store)
-    reason = inc.full_reason(cursor, config, full)
+    reason = inc.full_reason(cursor, config, full, full_every_days, utcnow())
     with timer.step("load"):
         inputs = load(store, config)
     if reason is None and cursor is not None:
@@ -187,6 +189,10 @@ def refresh_edges(
         "config": config.edge_fingerprint(),
         "deferred": plan.deferred,
         "at": utcnow().isoformat(),
+        # the last refresh that computed every pair (the weekly pass counts from it)
+        "full_at": utcnow().isoformat()
+        if not report.incremental or cursor is None
+        else cursor.get("full_at") or cursor.get("at"),
     }
     if not dry_run:
         with timer.step("write"):

@@ -16,6 +16,7 @@ import polars as pl
 from memvault.graph import signals as sg
 from memvault.graph.config import GraphConfig
 from memvault.graph.inputs import Graph, Inputs, categories, code
+from memvault.normalize import utcnow
 from memvault.store import Store
 
 CURSOR_KEY = "graph_edges"
@@ -25,28 +26,43 @@ FULL_WHEN_SHARE = 0.5
 FULL_WHEN_CHANGES = 10_000
 
 
-def last_cursor(store: Store) -> dict[str, Any] | None:
-    """The newest edge cursor on a run that was neither undone nor reverted (its edges are still
-    in place)."""
+def last_cursor(store: Store, key: str = CURSOR_KEY) -> dict[str, Any] | None:
+    """The newest cursor under ``key`` (default: the edges') on a run that was neither undone
+    nor reverted (what it wrote is still in place); it names that run as ``run_id``."""
     rows = store.fetch(
-        "SELECT cursor FROM runs WHERE status NOT IN ('undone', 'reverted') "
+        "SELECT id, cursor FROM runs WHERE status NOT IN ('undone', 'reverted') "
         "AND cursor LIKE :pattern "
         "ORDER BY started_at DESC, id DESC LIMIT 1",
-        {"pattern": f'%"{CURSOR_KEY}"%'},
+        {"pattern": f'%"{key}"%'},
     )
     if not rows:
         return None
-    value = json.loads(rows[0][0] or "{}").get(CURSOR_KEY)
-    return value if isinstance(value, dict) else None
+    value = json.loads(rows[0][1] or "{}").get(key)
+    return {**value, "run_id": str(rows[0][0])} if isinstance(value, dict) else None
 
 
-def full_reason(cursor: dict[str, Any] | None, config: GraphConfig, full: bool) -> str | None:
+def full_reason(
+    cursor: dict[str, Any] | None,
+    config: GraphConfig,
+    full: bool,
+    full_every_days: float | None = None,
+    now: dt.datetime | None = None,
+) -> str | None:
+    """Why this refresh computes every pair (None: it may start from the cursor). Besides a
+    request, a first run and changed settings: no full refresh in ``full_every_days`` days
+    (the weekly pass that clears the drift hubs carry and anything written behind the audit
+    log's back)."""
     if full:
         return "full recompute requested"
     if cursor is None:
         return "no earlier edge run"
     if cursor.get("config") != config.edge_fingerprint():
         return "edge settings changed"
+    last_full = cursor.get("full_at") or cursor.get("at")
+    if full_every_days is not None and full_every_days > 0 and last_full:
+        cut = (now or utcnow()) - dt.timedelta(days=full_every_days)
+        if dt.datetime.fromisoformat(str(last_full)) < cut:
+            return f"no full refresh in the last {full_every_days:g} days"
     return None
 
 

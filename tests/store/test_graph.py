@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
 import pytest
 
+from memvault import clock
 from memvault.graph import (
     GraphConfig,
     compute_centrality,
@@ -69,7 +71,7 @@ def add_world(
         m.insert("entities", pl.DataFrame(entity_rows))
         if block_rows:
             m.insert("blocks", pl.DataFrame(block_rows))
-        schema = {"id": pl.Utf8, "entity_id": pl.Utf8, "block_id": pl.Utf8,
+        schema: dict[str, Any] = {"id": pl.Utf8, "entity_id": pl.Utf8, "block_id": pl.Utf8,
                   "session_id": pl.Utf8, "mentioned_at": pl.Datetime("us")}  # fmt: skip
         m.insert("mentions", pl.DataFrame(mention_rows, schema=schema))
 
@@ -139,7 +141,7 @@ def live_edges(store: Store) -> pl.DataFrame:
 def assert_same_edges(actual: pl.DataFrame, expected: pl.DataFrame, tol: float) -> None:
     assert actual["id"].to_list() == expected["id"].to_list()
     for name in (*SIGNALS, "composite_weight"):
-        diff = (actual[name] - expected[name]).abs().max()
+        diff = cast(float | None, (actual[name] - expected[name]).abs().max())
         assert diff is not None and diff <= tol, (name, diff)
     assert actual["status"].to_list() == expected["status"].to_list()
 
@@ -223,7 +225,9 @@ def test_incremental_refresh_with_default_tolerances_stays_within_them(store: St
     refresh_edges(store, config, "dream-2")
     actual, expected = live_edges(store), expected_edges(store, config)
     assert actual["id"].to_list() == expected["id"].to_list()
-    drift = (actual["composite_weight"] - expected["composite_weight"]).abs().max()
+    drift = cast(
+        float | None, (actual["composite_weight"] - expected["composite_weight"]).abs().max()
+    )
     assert drift is not None and drift <= config.write_tolerance + 1e-12
 
 
@@ -272,6 +276,27 @@ def test_dry_run_writes_nothing(store: Store) -> None:
     report = refresh_edges(store, GraphConfig(), "dream-dry-1", dry_run=True)
     assert report.inserted > 0
     assert store.read_table("edges").is_empty() and store.run("dream-dry-1") is None
+
+
+@pytest.mark.usefixtures("always_incremental")
+def test_a_week_without_a_full_refresh_makes_the_next_one_full(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world, types = random_world(10, sessions=8)
+    add_world(store, world, types)
+    refresh_edges(store, EXACT, "dream-1", full_every_days=7)
+    later, _ = random_world(110, sessions=1, prefix="t")
+    add_world(store, later, {}, start=T0 + dt.timedelta(days=3), run_id="ingest-2")
+    assert refresh_edges(store, EXACT, "dream-2", full_every_days=7).incremental
+    base = clock.shift().total_seconds()
+    monkeypatch.setenv(clock.VARIABLE, str(base + 6 * 86400))  # six days after dream-1
+    assert refresh_edges(store, EXACT, "dream-3", full_every_days=7).incremental
+    monkeypatch.setenv(clock.VARIABLE, str(base + 8 * 86400))  # eight days after it
+    report = refresh_edges(store, EXACT, "dream-4", full_every_days=7)
+    assert not report.incremental and report.reason == "no full refresh in the last 7 days"
+    assert refresh_edges(store, EXACT, "dream-5", full_every_days=7).incremental  # counts anew
+    assert refresh_edges(store, EXACT, "dream-6").incremental  # no weekly pass unless asked
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
 
 
 @pytest.mark.usefixtures("always_incremental")
@@ -362,3 +387,38 @@ def test_dry_runs_of_communities_and_centrality_write_nothing(store: Store) -> N
     assert compute_centrality(store, GraphConfig(), "d", seeds=["a1"], dry_run=True).entities == 9
     assert store.read_table("communities").is_empty()
     assert store.read_table("centrality").is_empty()
+
+
+def test_a_warm_partition_starts_from_the_stored_one_and_skips_an_unchanged_graph(
+    store: Store,
+) -> None:
+    two_cliques(store)
+    for run in ("dream-1", "dream-2", "dream-3"):
+        store.begin_run("dream", run_id=run)
+    first = detect_communities(store, GraphConfig(), "dream-1", warm=True)
+    assert first.start == "cold" and first.communities == 2  # nothing stored to start from
+    stored = table_dump(store, "communities")
+    # The same graph again: Leiden does not run, the table stays as dream-1 wrote it.
+    same = detect_communities(store, GraphConfig(), "dream-2", warm=True)
+    assert same.start == "unchanged" and "leiden" not in same.seconds
+    assert table_dump(store, "communities") == stored
+    assert same.membership.equals(first.membership)
+    # A newcomer tied to clique b and a reweighted edge: Leiden starts from dream-1's partition.
+    add_world(store, {"s1": [(None, ["c0"])]}, {"c0": "concept"}, run_id="ingest-2")
+    with store.mutation("ingest-2", "test") as m:
+        m.insert(
+            "edges",
+            pl.DataFrame(
+                [("b1|c0", "b1", "c0", 0.9), ("b2|c0", "b2", "c0", 0.9)],
+                schema=["id", "source_id", "target_id", "composite_weight"],
+                orient="row",
+            ).with_columns(status=pl.lit("connected"), updated_at=pl.lit(T0)),
+        )
+        m.update("edges", "a0|a1", {"composite_weight": 0.7}, action="edge-update")
+    warm = detect_communities(store, GraphConfig(), "dream-3", warm=True)
+    cold = detect_communities(store, GraphConfig(), "dream-3", dry_run=True)
+    assert warm.start == "warm" and cold.start == "cold"
+    community = {r["entity_id"]: r["community"] for r in table_dump(store, "communities")}
+    assert community["c0"] == community["b0"] != community["a0"]
+    assert warm.membership.equals(cold.membership)  # this graph has one good partition
+    assert {r["run_id"] for r in table_dump(store, "communities")} == {"dream-3"}
