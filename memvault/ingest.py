@@ -479,28 +479,11 @@ def _write(
     source_hash: str | None,
     size_bytes: int,
 ) -> None:
-    """Move the staged rows into the memory tables, page by page, in one audited transaction."""
+    """Move the staged rows into the memory tables in one audited transaction."""
     assert report.run_id is not None
     with store.mutation(report.run_id, "ingest") as m:
-        skill_ids: set[str] = set()
-        referred: set[str] = set()
-        for type_name in staging.types:
-            table = MAPPINGS[type_name].table
-            written = 0
-            for page in staging.pages(type_name, WRITE_ROWS, _renamer(type_name, names)):
-                inserted = m.insert(table, page, action="ingest", reason=source)
-                report.inserted[type_name] += len(inserted)
-                written += page.height
-                new_rows = page.filter(pl.col("id").is_in(inserted)) if inserted else None
-                if type_name == "skill_use" and new_rows is not None:
-                    skill_ids.update(new_rows["skill_id"].to_list())
-                if type_name in ("mention", "triple") and new_rows is not None:
-                    for column in ("entity_id", "subject_id", "object_id"):
-                        if column in new_rows.columns:
-                            referred.update(new_rows[column].drop_nulls().to_list())
-                if type_name == "session" and len(inserted) < page.height:
-                    report.sessions_extended += _extend_sessions(store, m, page, inserted, source)
-            report.existing[type_name] = written - report.inserted[type_name]
+        move = _write_pages if staging.in_memory else _write_in_store
+        skill_ids, referred = move(store, m, staging, names, report, source)
         report.skills_updated = recompute_skills(store, m, sorted(skill_ids), utcnow())
         report.entities_revived = revive(store, m, sorted(referred))
         pause_point("ingest-written")
@@ -520,6 +503,78 @@ def _write(
                     ]
                 ),
             )
+
+
+#: The columns whose new values name what an ingest changes besides its rows: the skills
+#: whose summary is recomputed, the entities that are revived.
+_SKILL_COLUMNS = {"skill_use": ("skill_id",)}
+_ENTITY_COLUMNS = {"mention": ("entity_id",), "triple": ("subject_id", "object_id")}
+
+
+def _write_in_store(
+    store: Store,
+    m: Mutation,
+    staging: Staging,
+    names: dict[str, str],
+    report: IngestReport,
+    source: str,
+) -> tuple[set[str], set[str]]:
+    """Staged in the store: each table's new rows and their audit rows are moved by one
+    statement each, inside the database (no row passes through this process, and DuckDB
+    writes them to its file before the commit rather than holding them in memory)."""
+    for type_name in staging.types:
+        columns = [c for c, kind in _REFERENCES.get(type_name, ()) if kind == "entity"]
+        staging.resolve(type_name, columns, names)  # its own tables: before the write, unseen
+    skill_ids: set[str] = set()
+    referred: set[str] = set()
+    for type_name in staging.types:
+        table = MAPPINGS[type_name].table
+        staged = staging.columns[type_name]
+        skill_ids |= staging.new_values(type_name, table, _SKILL_COLUMNS.get(type_name, ()))
+        referred |= staging.new_values(type_name, table, _ENTITY_COLUMNS.get(type_name, ()))
+        # Stored sessions the input shows going on: found before the new rows join them.
+        later = staging.later_ends(type_name, table) if type_name == "session" else None
+        inserted = m.insert_new(
+            table, staging.table(type_name), staged, action="ingest", reason=source
+        )
+        report.inserted[type_name] += inserted
+        report.existing[type_name] = staging.rows[type_name] - inserted
+        if later is not None and not later.is_empty():
+            report.sessions_extended += m.update_many(
+                "sessions", later, action="extend", reason=source
+            )
+    return skill_ids, referred
+
+
+def _write_pages(
+    store: Store,
+    m: Mutation,
+    staging: Staging,
+    names: dict[str, str],
+    report: IngestReport,
+    source: str,
+) -> tuple[set[str], set[str]]:
+    """Staged in this process (one chunk at most): moved page by page through it."""
+    skill_ids: set[str] = set()
+    referred: set[str] = set()
+    for type_name in staging.types:
+        table = MAPPINGS[type_name].table
+        written = 0
+        for page in staging.pages(type_name, WRITE_ROWS, _renamer(type_name, names)):
+            inserted = m.insert(table, page, action="ingest", reason=source)
+            report.inserted[type_name] += len(inserted)
+            written += page.height
+            new_rows = page.filter(pl.col("id").is_in(inserted)) if inserted else None
+            if new_rows is not None:
+                for column in _SKILL_COLUMNS.get(type_name, ()):
+                    skill_ids.update(new_rows[column].drop_nulls().to_list())
+                for column in _ENTITY_COLUMNS.get(type_name, ()):
+                    if column in new_rows.columns:
+                        referred.update(new_rows[column].drop_nulls().to_list())
+            if type_name == "session" and len(inserted) < page.height:
+                report.sessions_extended += _extend_sessions(store, m, page, inserted, source)
+        report.existing[type_name] = written - report.inserted[type_name]
+    return skill_ids, referred
 
 
 def _extend_sessions(

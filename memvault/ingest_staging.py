@@ -197,6 +197,46 @@ class Staging:
             f"WHERE {ident(column)} = ANY(:refs)"
         )
 
+    # -- writing into the store --------------------------------------------------------------
+
+    def resolve(self, type_name: str, columns: list[str], names: dict[str, str]) -> None:
+        """Entity names in the staged ``columns`` replaced by the ids they resolve to."""
+        present = [c for c in columns if c in self.columns.get(type_name, ())]
+        if not names or not present:
+            return
+        table = self.table(type_name)
+        pairs = "(SELECT unnest(CAST(:refs AS TEXT[])) AS ref, unnest(CAST(:ids AS TEXT[])) AS id)"
+        for column in present:
+            col = ident(column)
+            self.db.execute(
+                f"UPDATE {table} SET {col} = n.id FROM {pairs} n WHERE {table}.{col} = n.ref",
+                {"refs": list(names), "ids": list(names.values())},
+            )
+
+    def new_values(self, type_name: str, target: str, columns: tuple[str, ...]) -> set[str]:
+        """The distinct values of ``columns`` in the staged rows whose id ``target`` does not
+        hold yet (what the rows about to be inserted name)."""
+        present = [c for c in columns if c in self.columns.get(type_name, ())]
+        if not present:
+            return set()
+        new = (
+            f"FROM {self.table(type_name)} s "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {ident(target)} t WHERE t.id = s.id)"
+        )
+        union = " UNION ".join(f"SELECT s.{ident(c)} AS v {new}" for c in present)
+        return {str(v) for (v,) in self.db.fetch(f"SELECT v FROM ({union}) x WHERE v IS NOT NULL")}
+
+    def later_ends(self, type_name: str, target: str) -> pl.DataFrame:
+        """Staged rows whose id ``target`` holds with an earlier (or no) ``ended_at``: ``id``
+        and the staged ``ended_at`` (a session that went on since it was stored)."""
+        if "ended_at" not in self.columns.get(type_name, ()):
+            return pl.DataFrame()
+        return self.db.fetch_df(
+            f"SELECT s.id, s.ended_at FROM {self.table(type_name)} s "
+            f"JOIN {ident(target)} t ON t.id = s.id WHERE s.ended_at IS NOT NULL "
+            "AND (t.ended_at IS NULL OR s.ended_at > t.ended_at) ORDER BY s.id"
+        )
+
     # -- reading back ------------------------------------------------------------------------
 
     def pages(

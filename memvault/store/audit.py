@@ -111,6 +111,52 @@ class Mutation:
             self._log(table, action, df["id"].to_list(), [None] * df.height, images(df), reason)
         return [str(i) for i in inserted]
 
+    def insert_new(
+        self,
+        table: str,
+        source: str,
+        columns: list[str],
+        *,
+        action: str = "insert",
+        reason: str | None = None,
+    ) -> int:
+        """Insert the rows of the table ``source`` whose id is not in ``table`` yet (its
+        ``columns``), with their audit rows: one statement each, inside the database. So a
+        large write passes no row through this process, and DuckDB writes both to its file
+        before the transaction commits (an INSERT writes each full row group, 122,880 rows,
+        as it fills, instead of holding the rows in memory). No ORDER BY: sorting would hold
+        every row at once; DuckDB keeps the source's order anyway (preserve_insertion_order).
+        Returns the rows inserted."""
+        self._check(table)
+        backend = self.store.backend
+        target = ident(table)
+        cols = ", ".join(f"s.{ident(c)}" for c in columns)
+        new = f"FROM {source} s WHERE NOT EXISTS (SELECT 1 FROM {target} t WHERE t.id = s.id)"
+        # The audit rows first: once the rows are in, they are no longer new.
+        logged = backend.execute_count(
+            "INSERT INTO audit_log (run_id, phase, action, target_table, target_id, "
+            "before_image, after_image, reason, created_at) "
+            f"SELECT :run, :phase, :action, :table, s.id, NULL, "
+            f"{_image_sql(self.store.kind, columns)}, :reason, :now {new}",
+            {
+                "run": self.run_id,
+                "phase": self.phase,
+                "action": action,
+                "table": table,
+                "reason": reason,
+                "now": utcnow(),
+            },
+        )
+        inserted = backend.execute_count(
+            f"INSERT INTO {target} ({', '.join(ident(c) for c in columns)}) SELECT {cols} {new}"
+        )
+        if inserted != logged:  # another writer between the two: the transaction must not stand
+            raise StoreError(
+                f"{table}: {inserted} rows inserted but {logged} audited; nothing was written"
+            )
+        self.actions[action] += inserted
+        return inserted
+
     def update_many(
         self,
         table: str,
@@ -229,6 +275,17 @@ def append_audit(store: Store, rows: pl.DataFrame) -> None:
         return
     rows = rows.with_columns(created_at=pl.lit(utcnow(), dtype=pl.Datetime("us")))
     store.backend.insert_df("audit_log", rows, on_conflict="error")
+
+
+def _image_sql(kind: str, columns: list[str]) -> str:
+    """SQL of the JSON image of a row of ``s`` (its ``columns``), as :func:`images` writes
+    it: DuckDB's text is the same; PostgreSQL's spells times with a ``T``, which
+    :func:`decode_images` reads too."""
+    if kind == "postgresql":
+        picked = ", ".join(f"s.{ident(c)}" for c in columns)
+        return f"row_to_json((SELECT r FROM (SELECT {picked}) r))::text"
+    fields = ", ".join(f"{ident(c)} := s.{ident(c)}" for c in columns)
+    return f"CAST(to_json(struct_pack({fields})) AS VARCHAR)"
 
 
 def _update_from_sql(table: str, columns: list[str], staging: str) -> str:

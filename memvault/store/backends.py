@@ -128,6 +128,7 @@ class Backend(Protocol):
     url: str
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None: ...
+    def execute_count(self, sql: str, params: Mapping[str, Any] | None = None) -> int: ...
     def execute_script(self, sql: str) -> None: ...
     def fetch(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
     def fetch_df(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame: ...
@@ -235,6 +236,11 @@ class DuckDBBackend(_BulkInsert):
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         self.con.execute(self._sql(sql), dict(params) if params else None)
 
+    def execute_count(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        """Run an INSERT, UPDATE or DELETE; returns the rows it changed."""
+        rows = self.con.execute(self._sql(sql), dict(params) if params else None).fetchall()
+        return int(rows[0][0]) if rows else 0
+
     def execute_script(self, sql: str) -> None:
         self.con.execute(sql)
 
@@ -335,6 +341,11 @@ class PostgresBackend(_BulkInsert):
             self.con.execute(self._sql(sql), dict(params))
         else:
             self.con.execute(sql)
+
+    def execute_count(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        """Run an INSERT, UPDATE or DELETE; returns the rows it changed."""
+        cur = self.con.execute(self._sql(sql), dict(params)) if params else self.con.execute(sql)
+        return max(int(cur.rowcount), 0)
 
     def execute_script(self, sql: str) -> None:
         self.con.execute(sql)
