@@ -57,7 +57,16 @@ import polars as pl
 from memvault.graph import incremental as inc
 from memvault.graph import signals as sg
 from memvault.graph.config import SIGNALS, GraphConfig
-from memvault.graph.inputs import Graph, Inputs, build_graph, inputs_from_frames, load
+from memvault.graph.inputs import (
+    Graph,
+    Inputs,
+    attach_vectors,
+    build_graph,
+    inputs_from_frames,
+    load,
+    missing_vectors,
+    stored_values,
+)
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.runs import save_run_cursor
@@ -158,7 +167,7 @@ def refresh_edges(
         entities=inputs.n,
         pairs=len(graph.keys),
         semantic_model=inputs.model,
-        entities_without_vector=int(inputs.n - inputs.has_vector.sum()),
+        entities_without_vector=missing_vectors(store, inputs.model),
     )
     stored = inputs.stored
     if reason is None:
@@ -175,10 +184,13 @@ def refresh_edges(
     report.deferred_hubs = len(plan.deferred)
     report.considered = int(plan.scope.sum())
     report.scope = plan.parts
+    with timer.step("vectors"):  # of the recomputed pairs' ends only
+        ends = None if plan.scope.all() else np.union1d(graph.u[plan.scope], graph.v[plan.scope])
+        attach_vectors(store, inputs, ends)
     with timer.step("signals"):
         fresh = _signals(config, inputs, graph, plan)
     with timer.step("compare"):
-        inserts, updates, archives = _changes(config, inputs, graph, fresh, stored)
+        inserts, updates, archives = _changes(store, config, graph, fresh, stored)
     report.inserted, report.updated, report.archived = inserts.height, updates.height, len(archives)
     report.baseline_edges = stored.filter(pl.col("status") != "archived").height
     report.newly_connected = _newly_connected(inserts, updates, stored)
@@ -242,7 +254,7 @@ def _signals(config: GraphConfig, inputs: Inputs, graph: Graph, plan: inc.Plan) 
             graph.sessions.sizes[v],
         ),
         "type_affinity": sg.type_affinity_pairs(inputs.type_code, inputs.type_matrix, u, v),
-        "semantic_similarity": sg.cosine_pairs(inputs.vectors, inputs.has_vector, u, v),
+        "semantic_similarity": _semantic(inputs, u, v),
     }
     f = sg.inverse_log_degree(graph.degree)
     raw = sg.adamic_adar_scope(graph.adj, f, graph.u, graph.v, scope)
@@ -266,24 +278,39 @@ def _signals(config: GraphConfig, inputs: Inputs, graph: Graph, plan: inc.Plan) 
     )
 
 
+def _semantic(inputs: Inputs, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cosine of the pairs' vectors, 0 where an end has none (or its vector was not read)."""
+    ru, rv = inputs.vector_row[u], inputs.vector_row[v]
+    both = (ru >= 0) & (rv >= 0)
+    out = np.zeros(len(u), dtype=np.float64)
+    every = np.ones(len(inputs.vectors), dtype=bool)
+    out[both] = sg.cosine_pairs(inputs.vectors, every, ru[both], rv[both])
+    return out
+
+
 # -- comparing with what is stored -----------------------------------------------------------
 
 _VALUE_COLUMNS = (*SIGNALS, "composite_weight")
 
 
 def _changes(
+    store: Store,
     config: GraphConfig,
-    inputs: Inputs,
     graph: Graph,
     fresh: pl.DataFrame,
     stored: pl.DataFrame,
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
-    """(rows to insert, rows to update, ids to archive)."""
+    """(rows to insert, rows to update, ids to archive); the stored values are read for the
+    recomputed pairs' edges only (all of them when every pair was recomputed)."""
     now = utcnow()
     by_key = stored.filter(pl.col("key").is_in(fresh["key"].implode())).select(
-        "key", pl.col("id").alias("stored_id"), *[pl.col(c).alias(f"old_{c}") for c in
-                                                  (*_VALUE_COLUMNS, "status")]
-    )  # fmt: skip
+        "key", pl.col("id").alias("stored_id"), pl.col("status").alias("old_status")
+    )
+    every = fresh.height == len(graph.keys)
+    values = stored_values(store, None if every else by_key["stored_id"].to_list()).select(
+        pl.col("id").alias("stored_id"), *[pl.col(c).alias(f"old_{c}") for c in _VALUE_COLUMNS]
+    )
+    by_key = by_key.join(values, on="stored_id", how="left")
     joined = fresh.join(by_key, on="key", how="left")
     weights = config.weights.as_dict()
     moved = pl.sum_horizontal(

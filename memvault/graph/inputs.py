@@ -4,6 +4,11 @@ Active entities are numbered in id order; blocks and sessions get dense codes;
 entity vectors become unit rows; stored edges get the pair key of their ends
 (null when an end is no longer active). ``build_graph`` turns the mentions into
 the co-mention graph (pairs, shared-block counts, neighbour and session sets).
+
+What only the recomputed pairs need is read for them alone, after the refresh knows which
+pairs it recomputes: the vectors of their ends (:func:`attach_vectors`) and the stored
+signal values of their edges (:func:`stored_values`); the stored edges are first read as
+ids, ends and status only.
 """
 
 from __future__ import annotations
@@ -32,9 +37,24 @@ WHERE m.block_id IS NULL OR b.status = 'active'
 """
 
 STORED_EDGES_SQL = """
-SELECT id, source_id, target_id, co_occurrence, session_overlap, adamic_adar, type_affinity,
-       semantic_similarity, composite_weight, status
+-- Every stored edge's ends and status (its values are read for the recomputed pairs only).
+SELECT id, source_id, target_id, status
 FROM edges
+"""
+
+STORED_VALUES_SQL = """
+-- The stored signal values of some edges (or of all, without the filter).
+SELECT id, co_occurrence, session_overlap, adamic_adar, type_affinity, semantic_similarity,
+       composite_weight
+FROM edges
+"""
+
+MISSING_VECTORS_SQL = """
+-- Active entities without a vector of the model (semantic_similarity 0 on their pairs).
+SELECT count(*) FROM entities e
+WHERE e.status = 'active' AND NOT EXISTS (
+    SELECT 1 FROM embeddings x
+    WHERE x.target_kind = 'entity' AND x.model = :m AND x.target_id = e.id)
 """
 
 
@@ -47,8 +67,8 @@ class Inputs:
     block: np.ndarray  # block code, -1 without a block
     session: np.ndarray  # session code, -1 without a session
     session_names: pl.Series  # session id of each code (sorted)
-    vectors: np.ndarray
-    has_vector: np.ndarray
+    vectors: np.ndarray  # unit rows of the entities whose vectors were read
+    vector_row: np.ndarray  # per entity code: its row in ``vectors``, -1 without one
     model: str | None
     stored: pl.DataFrame  # stored edges with key (null when an end is not active)
     audit_hw: int
@@ -64,6 +84,20 @@ class Inputs:
 
     def entity_codes(self, values: pl.Series) -> np.ndarray:
         return code(values, pl.Series(self.ids, dtype=pl.Utf8))
+
+    def set_vectors(self, vectors: tuple[list[str], np.ndarray] | None) -> None:
+        """Keep the unit rows of these vectors (ids of inactive entities and zero vectors are
+        left out: their pairs get semantic_similarity 0)."""
+        self.vector_row = np.full(self.n, -1, dtype=np.int64)
+        self.vectors = np.zeros((0, 0), dtype=np.float64)
+        if vectors is None or not vectors[0]:
+            return
+        rows = self.entity_codes(pl.Series(vectors[0], dtype=pl.Utf8))
+        ok = rows >= 0
+        unit = normalize_rows(vectors[1][ok], np.float64)
+        nonzero = np.linalg.norm(unit, axis=1) > 0
+        self.vectors = unit[nonzero]
+        self.vector_row[rows[ok][nonzero]] = np.arange(int(nonzero.sum()), dtype=np.int64)
 
 
 @dataclass
@@ -107,18 +141,16 @@ def load(store: Store, config: GraphConfig) -> Inputs:
     audit_hw = last_audit_id(store) or 0
     model = resolve_model(store, config.embedding_model)
     vectors_at = None
-    vectors: tuple[list[str], np.ndarray] | None = None
     if model:
         vectors_at = store.fetch(
             "SELECT max(created_at) FROM embeddings WHERE target_kind = 'entity' AND model = :m",
             {"m": model},
         )[0][0]
-        vectors = load_vectors(store, "entity", model)
     inputs = inputs_from_frames(
         config,
         active_entities(store).select("id", "entity_type"),
         store.fetch_df(ACTIVE_MENTIONS_SQL),
-        vectors,
+        None,
     )
     inputs.model = model
     inputs.stored = stored_with_keys(store.fetch_df(STORED_EDGES_SQL), pl.Series(inputs.ids))
@@ -151,15 +183,7 @@ def inputs_from_frames(
     session_names = categories(mentions["session_id"])
     session = code(mentions["session_id"], session_names)
     keep = entity >= 0
-    matrix = np.zeros((len(ids), 0), dtype=np.float64)
-    has_vector = np.zeros(len(ids), dtype=bool)
-    if vectors is not None and vectors[0]:
-        rows = code(pl.Series(vectors[0], dtype=pl.Utf8), id_series)
-        ok = rows >= 0
-        matrix = np.zeros((len(ids), vectors[1].shape[1]), dtype=np.float64)
-        matrix[rows[ok]] = normalize_rows(vectors[1][ok], np.float64)
-        has_vector[rows[ok]] = np.linalg.norm(matrix[rows[ok]], axis=1) > 0
-    return Inputs(
+    inputs = Inputs(
         ids=ids,
         type_code=code(entities["entity_type"], types),
         type_matrix=type_matrix,
@@ -167,27 +191,49 @@ def inputs_from_frames(
         block=block[keep],
         session=session[keep],
         session_names=session_names,
-        vectors=matrix,
-        has_vector=has_vector,
+        vectors=np.zeros((0, 0), dtype=np.float64),
+        vector_row=np.full(len(ids), -1, dtype=np.int64),
         model=None,
         stored=stored_with_keys(pl.DataFrame(), id_series),
         audit_hw=0,
         vectors_at=None,
     )
+    inputs.set_vectors(vectors)
+    return inputs
+
+
+def attach_vectors(store: Store, inputs: Inputs, entities: np.ndarray | None) -> None:
+    """Read the vectors of these entity codes (all entities when None) into ``inputs``."""
+    if not inputs.model:
+        return
+    ids = None if entities is None else [inputs.ids[k] for k in entities.tolist()]
+    inputs.set_vectors(load_vectors(store, "entity", inputs.model, ids=ids))
+
+
+def missing_vectors(store: Store, model: str | None) -> int:
+    """How many active entities have no vector of ``model`` (all of them without a model)."""
+    if not model:
+        return int(store.fetch("SELECT count(*) FROM entities WHERE status = 'active'")[0][0])
+    return int(store.fetch(MISSING_VECTORS_SQL, {"m": model})[0][0])
+
+
+def stored_values(store: Store, ids: list[str] | None) -> pl.DataFrame:
+    """id and the stored signal values of these edges (of every edge when None)."""
+    sql, params = STORED_VALUES_SQL, {}
+    if ids is not None:
+        sql += "WHERE id = ANY(CAST(:ids AS TEXT[]))"
+        params = {"ids": ids or [""]}
+    schema = {"id": pl.Utf8, **{name: pl.Float64 for name in (*SIGNALS, "composite_weight")}}
+    frame = store.fetch_df(sql, params)
+    return frame.cast(schema) if frame.height else pl.DataFrame(schema=schema)  # type: ignore[arg-type]
 
 
 def stored_with_keys(stored: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
     """Stored edges with the pair key of their entity codes (null when an end is not active)."""
-    schema = {
-        "id": pl.Utf8,
-        "source_id": pl.Utf8,
-        "target_id": pl.Utf8,
-        **{name: pl.Float64 for name in (*SIGNALS, "composite_weight")},
-        "status": pl.Utf8,
-    }
+    schema = {"id": pl.Utf8, "source_id": pl.Utf8, "target_id": pl.Utf8, "status": pl.Utf8}
     if stored.is_empty():
         stored = pl.DataFrame(schema=schema)
-    stored = stored.cast(schema)  # type: ignore[arg-type]
+    stored = stored.select(*schema).cast(schema)  # type: ignore[arg-type]
     n = ids.len()
     a = pl.Series(code(stored["source_id"], ids)).replace(-1, None)
     b = pl.Series(code(stored["target_id"], ids)).replace(-1, None)

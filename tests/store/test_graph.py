@@ -214,6 +214,40 @@ def test_incremental_refresh_equals_a_full_recompute(store: Store, seed: int, hu
 
 
 @pytest.mark.usefixtures("always_incremental")
+def test_an_incremental_refresh_reads_vectors_and_values_of_the_recomputed_pairs_only(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memvault.graph.inputs as graph_inputs
+
+    world, types = random_world(3, sessions=30, entities=150)
+    add_world(store, world, types)
+    add_vectors(store, random_vectors(3, list(types)))
+    refresh_edges(store, EXACT, "dream-1")
+    later, _ = random_world(103, sessions=1, entities=150, prefix="t", hub=0.0)
+    add_world(store, later, {}, start=T0 + dt.timedelta(days=3), run_id="ingest-2")
+    read: dict[str, list[int]] = {"vectors": [], "values": []}
+    load_vectors, stored_values = graph_inputs.load_vectors, graph_inputs.stored_values
+
+    def spy_vectors(*args: Any, **kwargs: Any) -> tuple[list[str], np.ndarray]:
+        found = load_vectors(*args, **kwargs)
+        read["vectors"].append(len(found[0]))
+        return found
+
+    def spy_values(*args: Any) -> pl.DataFrame:
+        found = stored_values(*args)
+        read["values"].append(found.height)
+        return found
+
+    monkeypatch.setattr(graph_inputs, "load_vectors", spy_vectors)
+    monkeypatch.setattr("memvault.graph.edges.stored_values", spy_values)
+    report = refresh_edges(store, EXACT, "dream-2")
+    assert report.incremental and 0 < report.considered < report.pairs / 2
+    assert 0 < read["vectors"][0] < len(types)  # the ends of the recomputed pairs
+    assert 0 < read["values"][0] <= report.considered < store.read_table("edges").height
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+
+
+@pytest.mark.usefixtures("always_incremental")
 def test_incremental_refresh_with_default_tolerances_stays_within_them(store: Store) -> None:
     world, types = random_world(5, sessions=16)
     add_world(store, world, types)
