@@ -456,3 +456,19 @@ def test_a_warm_partition_starts_from_the_stored_one_and_skips_an_unchanged_grap
     assert community["c0"] == community["b0"] != community["a0"]
     assert warm.membership.equals(cold.membership)  # this graph has one good partition
     assert {r["run_id"] for r in table_dump(store, "communities")} == {"dream-3"}
+
+
+def test_pagerank_runs_igraph_on_one_openmp_thread() -> None:
+    """igraph's PageRank busy-waits its OpenMP threads on a shared machine (see OPENMP_THREADS)."""
+    import igraph as ig
+
+    from memvault.graph.centrality import igraph_openmp, personalized_pagerank
+
+    runtime = igraph_openmp()
+    if runtime is None:
+        pytest.skip("this igraph build bundles no OpenMP runtime")
+    runtime.omp_set_num_threads(4)
+    assert runtime.omp_get_max_threads() == 4
+    ranks = personalized_pagerank(ig.Graph.Ring(5), [1.0, 0, 0, 0, 0], weights=None, damping=0.85)
+    assert runtime.omp_get_max_threads() == 1
+    assert sum(ranks) == pytest.approx(1.0) and ranks[0] == max(ranks)
