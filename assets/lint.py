@@ -146,6 +146,7 @@ def lint(
             similarity=lint.similarity,
             pairs_per_100=lint.pairs_per_100,
             warn=context.log.warning,
+            scope=lint.scope(),
         ) as layers,
     ):
         yield from materialize_stages(

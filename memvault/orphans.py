@@ -34,9 +34,12 @@ ARCHIVE_PHASE = "dream_prune"
 ARCHIVE_ACTION = "archive"
 
 
-def find_orphans(store: Store, cutoff: dt.datetime) -> pl.DataFrame:
-    """Active entities nothing refers to, created before ``cutoff``: id, name, entity_type."""
-    return entity_rows.unreferenced_entities(store, cutoff)
+def find_orphans(
+    store: Store, cutoff: dt.datetime, ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Active entities nothing refers to, created before ``cutoff``: id, name, entity_type
+    (of ``ids`` only, when given: a lint reading what changed)."""
+    return entity_rows.unreferenced_entities(store, cutoff, ids)
 
 
 #: Recalls and accesses this recent keep an orphan from being archived.

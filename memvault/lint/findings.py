@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,6 +49,9 @@ class LintReport:
     notes: list[str] = field(default_factory=list)
     #: Proposals the data check refused, by counter (L4: invalid_verdicts, refused_merges, ...).
     refused: dict[str, int] = field(default_factory=dict)
+    #: An incremental lint's keys re-checked per rule (see :func:`scope_key`; a rule mapped to
+    #: None re-checked everything); None: every rule of the layer looked at everything.
+    checked: dict[str, frozenset[str] | None] | None = None
 
     def by_rule(self) -> dict[str, int]:
         return dict(sorted(Counter(f.rule for f in self.findings).items()))
@@ -77,11 +80,48 @@ class LintReport:
         }
 
 
+#: Rules whose findings are re-checked by an evidence field, not by their subject (a loop is
+#: found again by reading its predicate's facts, whichever entity names it).
+KEYED_BY_EVIDENCE = {"cycle": "predicate"}
+
+
+def scope_key(rule: str, subject: str | None, evidence: str | None) -> str | None:
+    """What an incremental lint must have re-checked to resolve a stored finding of ``rule``
+    (``evidence`` as stored: JSON text)."""
+    field_ = KEYED_BY_EVIDENCE.get(rule)
+    return subject if field_ is None else str(json.loads(evidence or "{}").get(field_))
+
+
+def _rechecked(
+    checked: Mapping[str, Collection[str] | None] | None,
+    rule: str,
+    subject: str | None,
+    evidence: str | None,
+) -> bool:
+    """Whether this lint re-checked what a stored open finding is about."""
+    if checked is None:
+        return True
+    if rule not in checked:
+        return False
+    keys = checked[rule]
+    return keys is None or scope_key(rule, subject, evidence) in keys
+
+
 def record_findings(
-    store: Store, layer: str, findings: Sequence[Finding], run_id: str, *, rules: Sequence[str]
+    store: Store,
+    layer: str,
+    findings: Sequence[Finding],
+    run_id: str,
+    *,
+    rules: Sequence[str],
+    checked: Mapping[str, Collection[str] | None] | None = None,
 ) -> tuple[int, int]:
     """Keep this run's findings of ``layer``: new ones are added, open ones of the same
     ``rules`` not found again are resolved. Returns (new, resolved).
+
+    ``checked`` (an incremental lint): the keys each rule re-checked (:func:`scope_key`; None:
+    all of them); an open finding is resolved only when its rule re-checked its key, the
+    others (and those of a rule not in ``checked``) are kept.
 
     Findings are derived data (the lint reads the store, it does not change memories), so
     they are written directly, not through the audited path.
@@ -115,14 +155,12 @@ def record_findings(
         },
     ).unique("id", keep="first")
     with store.transaction():
-        open_ids = {
-            r[0]
-            for r in store.fetch(
-                "SELECT id FROM lint_findings WHERE layer = :l AND status = 'open' "
-                "AND rule = ANY(CAST(:rules AS TEXT[]))",
-                {"l": layer, "rules": list(rules)},
-            )
-        }
+        open_rows = store.fetch(
+            "SELECT id, rule, subject, evidence FROM lint_findings WHERE layer = :l "
+            "AND status = 'open' AND rule = ANY(CAST(:rules AS TEXT[]))",
+            {"l": layer, "rules": list(rules)},
+        )
+        open_ids = {r[0] for r in open_rows if _rechecked(checked, r[1], r[2], r[3])}
         seen = set(frame["id"].to_list())
         gone = sorted(open_ids - seen)
         if gone:

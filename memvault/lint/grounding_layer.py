@@ -16,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from memvault.lint.findings import Finding, LintReport
+from memvault.lint.scope import Changed
 from memvault.profile.stated import WINDOW, divergences
 from memvault.store import Store
 from memvault.store.queries.profile import latest_profile_day
@@ -33,14 +34,17 @@ WHERE status IN ('active', 'superseded') AND predicate = ANY(CAST(:p AS TEXT[]))
 GROUP BY predicate, subject_id
 """
 
+#: The entities to look at, bound as ``:ids`` (an incremental lint).
+_ONLY = "WHERE {column} IN (SELECT unnest(CAST(:ids AS TEXT[])))"
+
 _STALE_SQL = """
 WITH touched AS (
-    SELECT subject_id AS id, status FROM triples
+    SELECT subject_id AS id, status FROM triples {subjects}
     UNION ALL
-    SELECT object_id, status FROM triples WHERE object_id IS NOT NULL
+    SELECT object_id, status FROM triples {objects}
 ), facts AS (
     SELECT id, bool_or(status = 'active') AS current, bool_or(status <> 'merged') AS kept
-    FROM touched GROUP BY id
+    FROM touched WHERE id IS NOT NULL GROUP BY id
 )
 SELECT e.id, e.name FROM entities e JOIN facts f ON f.id = e.id
 WHERE e.status = 'active' AND f.kept AND NOT f.current
@@ -49,9 +53,26 @@ ORDER BY e.id
 """
 
 
-def volatile_predicates(store: Store, grounding: Grounding) -> list[Finding]:
+def stale_entities(store: Store, ids: list[str] | None = None) -> pl.DataFrame:
+    """Active entities whose facts are all retired and that nothing mentions: id, name (of
+    ``ids`` only, when given)."""
+    if ids is None:
+        return store.fetch_df(_STALE_SQL.format(subjects="", objects=""))
+    sql = _STALE_SQL.format(
+        subjects=_ONLY.format(column="subject_id"), objects=_ONLY.format(column="object_id")
+    )
+    return store.fetch_df(sql, {"ids": ids})
+
+
+def volatile_predicates(
+    store: Store, grounding: Grounding, predicates: frozenset[str] | None = None
+) -> list[Finding]:
+    """Stable predicates whose value changes for many subjects (of ``predicates`` only, when
+    given)."""
     stable = sorted(
-        p.name for p in grounding.predicates.values() if p.is_functional and not p.is_volatile
+        p.name
+        for p in grounding.predicates.values()
+        if p.is_functional and not p.is_volatile and (predicates is None or p.name in predicates)
     )
     if not stable:
         return []
@@ -78,17 +99,31 @@ def volatile_predicates(store: Store, grounding: Grounding) -> list[Finding]:
     ]
 
 
-def lint_grounding(store: Store, grounding: Grounding | None = None) -> LintReport:
+def lint_grounding(
+    store: Store, grounding: Grounding | None = None, changed: Changed | None = None
+) -> LintReport:
+    """Every rule on the whole store, or (``changed``) on what changed since the last lint."""
     grounding = grounding or Grounding.load()
     report = LintReport("L2")
-    violations = grounding_violations(store, grounding)
+    if changed is not None:
+        report.checked = {
+            "grounding": changed.triples,
+            "volatile_predicate": changed.predicates,
+            "stale_entity": changed.entities,
+            "attention_divergence": None,  # read again whole every time
+        }
+    violations = grounding_violations(
+        store, grounding, None if changed is None else sorted(changed.triples)
+    )
     report.findings += [
         Finding(layer="L2", rule="grounding", subject=r["triple_id"],
                 evidence={"predicate": r["predicate"], "problem": r["problem"]}, severity="error")
         for r in violations.iter_rows(named=True)
     ]  # fmt: skip
-    report.findings += volatile_predicates(store, grounding)
-    stale = store.fetch_df(_STALE_SQL)
+    report.findings += volatile_predicates(
+        store, grounding, None if changed is None else changed.predicates
+    )
+    stale = stale_entities(store, None if changed is None else sorted(changed.entities))
     report.findings += [
         Finding(layer="L2", rule="stale_entity", subject=r["id"],
                 evidence={"name": r["name"], "proposal": "archive"}, severity="info")

@@ -1,8 +1,10 @@
 """One lint run: the four layers in order, their findings kept, their figures on the run.
 
 A lint run is a ``runs`` row of kind ``lint``; each layer records its figures on it (so
-a run re-executed from a failed layer keeps what the earlier layers found) and the
-semantic layer looks only at facts learned since the start of the last successful lint.
+a run re-executed from a failed layer keeps what the earlier layers found). The semantic
+layer looks only at facts learned since the start of the last successful lint; the structure
+and grounding layers, after a first lint, at the rows changed since the last lint that ran
+them, with a whole-store pass once a week or on demand (:mod:`memvault.lint.scope`).
 :func:`lint_store` runs everything in one call (tests, scripts); the Dagster assets call
 the layers one by one.
 """
@@ -21,6 +23,7 @@ from memvault.judge.base import Judge
 from memvault.lint import grounding_layer, semantic, structure
 from memvault.lint.confirm import lint_confirm
 from memvault.lint.findings import LintReport, record_findings
+from memvault.lint.scope import LintScopes
 from memvault.lint.semantic import Proposal, SemanticResult
 from memvault.normalize import utcnow
 from memvault.review.calibration import calibrate
@@ -51,9 +54,22 @@ def begin_lint(store: Store, run_id: str) -> dt.datetime | None:
     return since
 
 
+@dataclass(frozen=True)
+class ScopeSettings:
+    """When the structure and grounding layers read the whole store: on demand (``full``), and
+    when no lint did in ``full_every_days`` days (0: every lint)."""
+
+    full: bool = False
+    full_every_days: float = 7.0
+
+    def scopes(self, store: Store) -> LintScopes:
+        """The scopes of one lint on ``store``."""
+        return LintScopes(store, full=self.full, full_every_days=self.full_every_days)
+
+
 def _keep(store: Store, run_id: str, report: LintReport, rules: tuple[str, ...]) -> None:
     report.new, report.resolved = record_findings(
-        store, report.layer, report.findings, run_id, rules=rules
+        store, report.layer, report.findings, run_id, rules=rules, checked=report.checked
     )
 
 
@@ -67,10 +83,17 @@ def _figures(report: LintReport, **extra: Any) -> dict[str, Any]:
     }
 
 
-def run_structure(store: Store, run_id: str, grounding: Grounding | None = None) -> LintReport:
-    report = structure.lint_structure(store, grounding)
+def run_structure(
+    store: Store,
+    run_id: str,
+    grounding: Grounding | None = None,
+    scopes: LintScopes | None = None,
+) -> LintReport:
+    """L1 on the rows changed since the last lint that ran it, or on every row."""
+    scope = (scopes or LintScopes(store)).of("L1")
+    report = structure.lint_structure(store, grounding, changed=scope.changed)
     _keep(store, run_id, report, structure.RULES)
-    record_stage(store, run_id, "L1", _figures(report))
+    record_stage(store, run_id, "L1", _figures(report, scope=scope.figures()))
     return report
 
 
@@ -79,16 +102,22 @@ def run_grounding(
     run_id: str,
     policy: ReviewPolicy,
     grounding: Grounding | None = None,
+    scopes: LintScopes | None = None,
 ) -> tuple[LintReport, Intake]:
-    """L2, and the archive proposals for entities left with only retired facts."""
-    report = grounding_layer.lint_grounding(store, grounding)
+    """L2 (on the rows changed since the last lint that ran it, or on every row), and the
+    archive proposals for entities left with only retired facts."""
+    scope = (scopes or LintScopes(store)).of("L2")
+    report = grounding_layer.lint_grounding(store, grounding, changed=scope.changed)
     _keep(store, run_id, report, grounding_layer.RULES)
     stale = [(f.subject, str(f.evidence["name"])) for f in report.findings
              if f.rule == "stale_entity" and f.subject]  # fmt: skip
     intake = propose_archives(store, stale, run_id, policy, calibrate(store, policy))
     report.proposed, report.auto_applied, report.queued = len(stale), intake.applied, intake.queued
     record_stage(
-        store, run_id, "L2", _figures(report, archived=intake.applied, queued=intake.queued)
+        store,
+        run_id,
+        "L2",
+        _figures(report, archived=intake.applied, queued=intake.queued, scope=scope.figures()),
     )
     return report, intake
 
@@ -249,16 +278,19 @@ def lint_store(
     *,
     policy: ReviewPolicy | None = None,
     run_id: str | None = None,
+    settings: ScopeSettings | None = None,
 ) -> LintRun:
     """The whole lint in one call: L1, L2, L3, L4, then the review queue's deadlines and
-    low-confidence memories; the run is marked succeeded."""
+    low-confidence memories; the run is marked succeeded. ``settings``: when L1 and L2 read
+    the whole store rather than what changed."""
     policy = policy or ReviewPolicy()
     run_id = run_id or f"lint-{utcnow():%Y%m%dT%H%M%S%f}"
     since = begin_lint(store, run_id)
     grounding = Grounding.load()
     try:
-        l1 = run_structure(store, run_id, grounding)
-        l2, _ = run_grounding(store, run_id, policy, grounding)
+        scopes = (settings or ScopeSettings()).scopes(store)
+        l1 = run_structure(store, run_id, grounding, scopes)
+        l2, _ = run_grounding(store, run_id, policy, grounding, scopes)
         l3 = run_semantic(store, judge, embedder, run_id, since, grounding)
         l4, applied = run_confirm(store, judge, run_id, policy)
         queue = tend_queue(store, run_id, policy)

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
+from memvault.dream.report import stage_figures
 from memvault.embed import Embedder
 from memvault.judge.base import Judge
 from memvault.lint.confirm import unconfirmed_changes
 from memvault.lint.run import (
+    ScopeSettings,
     begin_lint,
     run_confirm,
     run_grounding,
@@ -54,10 +56,12 @@ class LintTrack:
         similarity: float,
         pairs_per_100: int,
         warn: Callable[[str], None] = print,
+        scope: ScopeSettings | None = None,
     ) -> None:
         self.store, self.run_id = store, run_id
         self.judge, self.embedder, self.policy, self.warn = judge, embedder, policy, warn
         self.similarity, self.pairs_per_100 = similarity, pairs_per_100
+        self.scopes = (scope or ScopeSettings()).scopes(store)
         self.since = begin_lint(store, run_id)
 
     def __enter__(self) -> Self:
@@ -106,13 +110,15 @@ class LintTrack:
         return run
 
     def structure(self) -> dict[str, Any]:
-        report = run_structure(self.store, self.run_id)
+        report = run_structure(self.store, self.run_id, scopes=self.scopes)
         since: Any = self.since or "the first lint: every fact"
-        return {"new_facts_since": since, **report.metadata()}
+        scope = _scope_shown(self.store, self.run_id, "L1")
+        return {"new_facts_since": since, **scope, **report.metadata()}
 
     def grounding(self) -> dict[str, Any]:
-        report, intake = run_grounding(self.store, self.run_id, self.policy())
+        report, intake = run_grounding(self.store, self.run_id, self.policy(), scopes=self.scopes)
         return {
+            **_scope_shown(self.store, self.run_id, "L2"),
             **report.metadata(),
             "archive_proposals": report.proposed,
             "archived_by_rules": intake.applied,
@@ -171,3 +177,18 @@ class LintTrack:
             offending.is_empty(),
             {"unconfirmed_changes": offending.height, "sample": offending.head(20).to_dicts()},
         )
+
+
+def _scope_shown(store: Store, run_id: str, layer: str) -> dict[str, Any]:
+    """What a layer read, as its run recorded it: the whole store, or what changed (how many
+    facts, entities and references) and why."""
+    scope = stage_figures(store, run_id).get(layer, {}).get("scope", {})
+    whole = scope.get("scope") == "full"
+    shown = {
+        "scope": "every row" if whole else "rows changed since the last lint",
+        "scope_reason": scope.get("reason", ""),
+    }
+    for key in ("facts", "entities", "references"):
+        if key in scope:
+            shown[f"{key}_rechecked"] = scope[key]
+    return shown

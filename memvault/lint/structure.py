@@ -7,6 +7,8 @@
   before its start, or an unknown status;
 * ``dangling_reference`` — a reference to a row that does not exist
   (:mod:`memvault.references` says which references must resolve).
+
+After a first lint, each rule reads only what changed since (:mod:`memvault.lint.scope`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import datetime as dt
 import igraph as ig
 
 from memvault.lint.findings import Finding, LintReport
+from memvault.lint.scope import Changed
 from memvault.orphans import find_orphans
 from memvault.references import dangling_references
 from memvault.store import Store
@@ -35,7 +38,7 @@ SELECT id, subject_id, predicate,
          WHEN status NOT IN ('active', 'superseded', 'merged', 'invalidated', 'archived', 'held')
            THEN 'unknown status ' || status
        END AS problem
-FROM triples
+FROM triples {only}
 ) t WHERE problem IS NOT NULL
 """
 
@@ -49,9 +52,16 @@ def _regexp(store: Store, sql: str) -> str:
     return sql
 
 
-def cycles(store: Store, grounding: Grounding) -> list[Finding]:
-    """Strongly connected groups of two or more entities (or a self-loop) per acyclic predicate."""
-    acyclic = sorted(p.name for p in grounding.predicates.values() if p.acyclic)
+def cycles(
+    store: Store, grounding: Grounding, predicates: frozenset[str] | None = None
+) -> list[Finding]:
+    """Strongly connected groups of two or more entities (or a self-loop) per acyclic predicate
+    (of ``predicates`` only, when given)."""
+    acyclic = sorted(
+        p.name
+        for p in grounding.predicates.values()
+        if p.acyclic and (predicates is None or p.name in predicates)
+    )
     if not acyclic:
         return []
     edges = store.fetch_df(
@@ -83,25 +93,48 @@ def cycles(store: Store, grounding: Grounding) -> list[Finding]:
 
 
 def lint_structure(
-    store: Store, grounding: Grounding | None = None, now: dt.datetime | None = None
+    store: Store,
+    grounding: Grounding | None = None,
+    now: dt.datetime | None = None,
+    changed: Changed | None = None,
 ) -> LintReport:
+    """Every rule on the whole store, or (``changed``) on what changed since the last lint."""
     grounding = grounding or Grounding.load()
     report = LintReport("L1")
-    orphans = find_orphans(store, now or dt.datetime.max)
+    if changed is not None:
+        report.checked = {
+            "orphan": changed.entities,
+            "cycle": changed.predicates,
+            "malformed": changed.triples,
+            "dangling_reference": changed.references,
+        }
+    entities = None if changed is None else sorted(changed.entities)
+    orphans = find_orphans(store, now or dt.datetime.max, entities)
     report.findings += [
         Finding(layer="L1", rule="orphan", subject=r["id"],
                 evidence={"name": r["name"], "entity_type": r["entity_type"]}, severity="info")
         for r in orphans.iter_rows(named=True)
     ]  # fmt: skip
-    report.findings += cycles(store, grounding)
-    malformed = store.fetch_df(_regexp(store, _MALFORMED_SQL))
+    report.findings += cycles(store, grounding, None if changed is None else changed.predicates)
+    if changed is None:
+        malformed = store.fetch_df(_regexp(store, _MALFORMED_SQL.format(only="")))
+    else:
+        malformed = store.fetch_df(
+            _regexp(
+                store,
+                _MALFORMED_SQL.format(only="WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))"),
+            ),
+            {"ids": sorted(changed.triples)},
+        )
     report.findings += [
         Finding(layer="L1", rule="malformed", subject=r["id"],
                 evidence={"problem": r["problem"], "predicate": r["predicate"]}, severity="error")
         for r in malformed.iter_rows(named=True)
         if r["problem"]
     ]  # fmt: skip
-    dangling = dangling_references(store)
+    dangling = dangling_references(
+        store, rows=None if changed is None else sorted(changed.references)
+    )
     report.findings += [
         Finding(layer="L1", rule="dangling_reference", subject=r["row_id"],
                 evidence={"reference": r["reference"], "points_at": r["points_at"]},

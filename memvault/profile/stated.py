@@ -49,21 +49,31 @@ class Divergence:
 
 
 def named_entities(store: Store) -> dict[str, list[tuple[str, str]]]:
-    """Attitude id → the active entities (id, name) its statement names."""
+    """Attitude id → the active entities (id, name) its statement names.
+
+    A name matches a run of consecutive words of the statement (whole words, as
+    :func:`_words` spells them): each statement's runs are looked up among the names, so the
+    cost is the entities once plus the statements' words, not entities times attitudes."""
     attitudes = store.fetch("SELECT id, statement FROM attitudes")
     if not attitudes:
         return {}
-    entities = [
-        (eid, name, _words(name))
-        for eid, name in active_entities(store).select("id", "name").iter_rows()
-        if len(_words(name).strip()) >= 3
-    ]
+    by_words: dict[str, list[tuple[int, str, str]]] = {}
+    for rank, (eid, name) in enumerate(active_entities(store).select("id", "name").iter_rows()):
+        key = _words(name).strip()
+        if len(key) >= 3:
+            by_words.setdefault(key, []).append((rank, eid, name))
+    longest = max((key.count(" ") + 1 for key in by_words), default=0)
     out: dict[str, list[tuple[str, str]]] = {}
     for attitude_id, statement in attitudes:
-        text = _words(statement)
-        hits = [(eid, name) for eid, name, words in entities if words in text]
+        tokens = _words(statement).split()
+        runs = {
+            " ".join(tokens[i : i + n])
+            for n in range(1, longest + 1)
+            for i in range(len(tokens) - n + 1)
+        }
+        hits = sorted(hit for run in runs for hit in by_words.get(run, ()))
         if hits:
-            out[attitude_id] = hits
+            out[attitude_id] = [(eid, name) for _, eid, name in hits]
     return out
 
 

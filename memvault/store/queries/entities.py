@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from memvault.paths import sql_text
 from memvault.store.store import Store
 
 
@@ -36,10 +37,19 @@ def active_entities(store: Store) -> pl.DataFrame:
     return store.fetch_df("SELECT id, name, entity_type FROM entities WHERE status = 'active'")
 
 
-def unreferenced_entities(store: Store, cutoff: dt.datetime) -> pl.DataFrame:
+def unreferenced_entities(
+    store: Store, cutoff: dt.datetime, ids: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Active entities nothing refers to (no mention, no fact, no connected edge), created
-    before ``cutoff``: id, name, entity_type, by id."""
-    return store.query("unreferenced_entities", {"cutoff": cutoff})
+    before ``cutoff``: id, name, entity_type, by id; of ``ids`` only, when given (a lint
+    reading what changed)."""
+    if ids is None:
+        return store.query("unreferenced_entities", {"cutoff": cutoff})
+    return store.fetch_df(
+        f"SELECT * FROM ({sql_text('queries/unreferenced_entities.sql')}) u "
+        "WHERE u.id IN (SELECT unnest(CAST(:ids AS TEXT[]))) ORDER BY u.id",
+        {"cutoff": cutoff, "ids": list(ids)},
+    )
 
 
 # Archived entities whose last audited change was ``phase``/``action`` and that something

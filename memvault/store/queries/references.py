@@ -3,6 +3,7 @@ rows whose reference points at nothing (one definition, the queries built from i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -32,22 +33,32 @@ REFERENCES: tuple[Reference, ...] = (
 _BY_NAME = {r.name: r for r in REFERENCES}
 
 
-def dangling_sql(*names: str) -> str:
+def dangling_sql(*names: str, only_rows: bool = False) -> str:
     """A query (reference, row_id, points_at) for the dangling rows of the named references
-    (all when none is named): the data layer's queries join it to filter further."""
+    (all when none is named): the data layer's queries join it to filter further.
+    ``only_rows``: of the rows whose ids are bound as ``:rows`` only."""
     chosen = [_BY_NAME[n] for n in names] if names else list(REFERENCES)
+    only = " AND r.id IN (SELECT unnest(CAST(:rows AS TEXT[])))" if only_rows else ""
     return "\nUNION ALL\n".join(
         f"SELECT '{r.name}' AS reference, r.id AS row_id, r.{r.column} AS points_at "
-        f"FROM {r.table} r WHERE r.{r.column} IS NOT NULL "
+        f"FROM {r.table} r WHERE r.{r.column} IS NOT NULL{only} "
         f"AND NOT EXISTS (SELECT 1 FROM {r.target} x WHERE x.id = r.{r.column})"
         for r in chosen
     )
 
 
-def dangling_references(store: Store, *names: str) -> pl.DataFrame:
+def dangling_references(
+    store: Store, *names: str, rows: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Every dangling row of the named references (all when none is named), by reference
-    then row id."""
-    return store.fetch_df(f"SELECT * FROM ({dangling_sql(*names)}) d ORDER BY 1, 2")
+    then row id; of the rows with these ids only, when ``rows`` is given (a lint reading what
+    changed)."""
+    if rows is None:
+        return store.fetch_df(f"SELECT * FROM ({dangling_sql(*names)}) d ORDER BY 1, 2")
+    return store.fetch_df(
+        f"SELECT * FROM ({dangling_sql(*names, only_rows=True)}) d ORDER BY 1, 2",
+        {"rows": list(rows)},
+    )
 
 
 def dangling_counts(store: Store) -> dict[str, int]:
