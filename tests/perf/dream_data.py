@@ -5,7 +5,10 @@ The demo generator at ~10k sessions gives ≥ 100k blocks, ≥ 20k entities and
 triples, 392k mentions). Generating and ingesting that takes minutes, so the
 finished DuckDB file is cached under ``/tmp/memvault-perf/`` keyed by the
 parameters and by the source of everything that shapes it (generator, ingest,
-schema); a rerun copies the cached file (seconds).
+schema); a rerun copies the cached file (seconds). The history's JSONL files are
+cached apart, keyed by the generator's sources only (:func:`history_files`): a
+change to the ingest rebuilds the store, not the history (at 1M blocks generating
+it takes most of an hour).
 
 ``holdout`` keeps the last sessions of the history out of the store and writes
 them to a JSONL file (:func:`holdout_path`): ingesting it later is "new
@@ -36,16 +39,20 @@ CACHE_ROOT = Path(os.environ.get("MEMVAULT_PERF_CACHE", "/tmp/memvault-perf"))
 #: A fixed end keeps ids and times identical between builds (records may not lie in the future).
 END = min(dt.datetime(2026, 11, 1), utcnow().replace(hour=0, minute=0, second=0, microsecond=0))
 _REPO = Path(__file__).resolve().parents[2]
-#: Everything whose change must invalidate a cached store.
-_SOURCES = (
+#: Everything whose change must invalidate a cached history (its JSONL files).
+_HISTORY_SOURCES = (
     "memvault_demo/generator.py",
     "memvault_demo/vocabulary.py",
-    "memvault/ingest.py",
     "memvault/interchange.py",
     "memvault/records.py",
+    "tests/perf/dream_data.py",
+)
+#: Everything whose change must invalidate a cached store.
+_SOURCES = (
+    *_HISTORY_SOURCES,
+    "memvault/ingest.py",
     "memvault/vectors.py",
     "memvault/embed/hashing.py",
-    "tests/perf/dream_data.py",
 )
 
 
@@ -54,14 +61,25 @@ def scaled_config(sessions: int, seed: int) -> DemoConfig:
     return DemoConfig(sessions=sessions, days=max(150, sessions // 20), seed=seed, end=END)
 
 
-def _cache_dir(sessions: int, seed: int, holdout: int, embed: tuple[str, ...]) -> Path:
+def _digest(key: list[object], paths: list[Path]) -> str:
     digest = hashlib.sha256()
-    digest.update(json.dumps([sessions, seed, holdout, list(embed), END.isoformat()]).encode())
-    paths = [_REPO / p for p in _SOURCES]
-    paths += sorted((_REPO / "sql" / "migrations").glob("*.sql"))
+    digest.update(json.dumps(key).encode())
     for path in paths:
         digest.update(path.read_bytes())
-    return CACHE_ROOT / f"scaled-s{sessions}-seed{seed}-h{holdout}-{digest.hexdigest()[:12]}"
+    return digest.hexdigest()[:12]
+
+
+def _cache_dir(sessions: int, seed: int, holdout: int, embed: tuple[str, ...]) -> Path:
+    paths = [_REPO / p for p in _SOURCES]
+    paths += sorted((_REPO / "sql" / "migrations").glob("*.sql"))
+    digest = _digest([sessions, seed, holdout, list(embed), END.isoformat()], paths)
+    return CACHE_ROOT / f"scaled-s{sessions}-seed{seed}-h{holdout}-{digest}"
+
+
+def _history_dir(sessions: int, seed: int, holdout: int) -> Path:
+    paths = [_REPO / p for p in _HISTORY_SOURCES]
+    digest = _digest([sessions, seed, holdout, END.isoformat()], paths)
+    return CACHE_ROOT / f"history-s{sessions}-seed{seed}-h{holdout}-{digest}"
 
 
 def holdout_path(
@@ -96,19 +114,29 @@ def _write_split(records: Iterator[Record], keep_sessions: int, main: Path, rest
             out.write("\n")
 
 
+def history_files(sessions: int, seed: int, holdout: int) -> tuple[Path, Path]:
+    """The history's JSONL (its first ``sessions - holdout`` sessions) and the held-out
+    sessions' JSONL, generated once and cached."""
+    directory = _history_dir(sessions, seed, holdout)
+    main, held = directory / "history.jsonl", directory / "holdout.jsonl"
+    with _locked(directory):
+        if not (main.is_file() and held.is_file()):
+            history = DemoHistory(scaled_config(sessions, seed))
+            parts = main.with_suffix(".part"), held.with_suffix(".part")
+            _write_split(history.records(), sessions - holdout, *parts)
+            os.replace(parts[1], held)
+            os.replace(parts[0], main)
+    return main, held
+
+
 def _build(directory: Path, sessions: int, seed: int, holdout: int, embed: tuple[str, ...]) -> None:
     from memvault.embed import HashingEmbedder
     from memvault.ingest import ingest_file
     from memvault.vectors import embed_missing
 
     started = time.perf_counter()
-    history = DemoHistory(scaled_config(sessions, seed))
-    main = directory / "history.jsonl"
-    _write_split(
-        history.records(), sessions - holdout, main.with_suffix(".part"), directory / "holdout.part"
-    )
-    os.replace(main.with_suffix(".part"), main)
-    os.replace(directory / "holdout.part", directory / "holdout.jsonl")
+    main, held = history_files(sessions, seed, holdout)
+    shutil.copyfile(held, directory / "holdout.jsonl")
     part = directory / "store.duckdb.part"
     part.unlink(missing_ok=True)
     with memvault.open(f"duckdb://{part}") as store:
@@ -152,7 +180,7 @@ def build_scaled_store(
         from memvault.vectors import embed_missing
 
         with memvault.open(url) as store:
-            ingest_file(store, directory / "history.jsonl")
+            ingest_file(store, history_files(sessions, seed, holdout)[0])
             if embed:
                 embed_missing(store, HashingEmbedder(), kinds=embed, batch_size=8192)
     return DemoHistory(scaled_config(sessions, seed)).truth

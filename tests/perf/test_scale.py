@@ -535,15 +535,10 @@ def _sizes() -> list[int]:
 
 
 def _history_child(sessions: int, holdout: int, out: Path) -> None:
-    """Build (or find) the cached history; write where its JSONL files are to ``out``."""
-    from tests.perf.dream_data import _cache_dir, build_scaled_store, holdout_path
+    """Generate (or find) the cached history; write where its JSONL files are to ``out``."""
+    from tests.perf.dream_data import history_files
 
-    copy = out.with_name("cached-copy.duckdb")
-    build_scaled_store(f"duckdb://{copy}", sessions=sessions, seed=SEED, holdout=holdout)
-    copy.unlink()  # only the JSONL files are wanted: the stages build their own store
-    history = _cache_dir(sessions, SEED, holdout, ("entity",)) / "history.jsonl"
-    held = holdout_path(sessions, SEED, holdout)
-    assert history.is_file() and held.is_file(), "the cache key changed while building"
+    history, held = history_files(sessions, SEED, holdout)
     out.write_text(json.dumps([str(history), str(held)]), encoding="utf-8")
 
 
