@@ -9,7 +9,8 @@ stages times them and shows the figures; the stage itself knows nothing of Dagst
 A stage that fails after saving what lets a retry continue raises :class:`StageFailed` with
 its figures so far. A stage that needs a ``runs`` row of its own takes it from
 :func:`tracked_run` (:mod:`memvault.store.tracked`), which never leaves the row open: it
-ends ``succeeded`` or ``failed``.
+ends ``succeeded`` or ``failed``. A run that later steps carry on (a garden run, a dream) is
+begun with :func:`begun_run`: failed if its beginning raises, left to those steps otherwise.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from memvault.judge.base import Judge
 from memvault.store.tracked import RunRow as RunRow
+from memvault.store.tracked import begun_run as begun_run
 from memvault.store.tracked import tracked_run as tracked_run
 
 
@@ -35,12 +37,21 @@ class Markdown(str):
     """A figure that is text to render (a report), not a word to show as it is."""
 
 
+#: How grave a failed check is: an ``error`` of a blocking check stops what follows, a
+#: ``warn`` is shown and stops nothing.
+Severity = Literal["error", "warn"]
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """What a check after a stage found: whether it passed, and the figures that say why."""
+    """What a check found, in plain terms whoever runs it can show: whether it passed, how
+    grave a failure is, a sentence about this evaluation (if any), and the figures that say
+    why (as a stage's report: numbers, words, small tables)."""
 
     passed: bool
     figures: Mapping[str, Any] = field(default_factory=dict)
+    severity: Severity = "error"
+    description: str | None = None
 
 
 @dataclass(frozen=True)

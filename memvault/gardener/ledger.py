@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from memvault.review.impact import impact_score, target_inputs
 from memvault.store import Store
 from memvault.store.audit import encode_image
 from memvault.store.queries.audit import audit_count, audited_targets
-from memvault.store.tracked import tracked_run
+from memvault.store.tracked import RunRow, begun_run, tracked_run
 
 RUN_KIND = "garden"
 APPROVE_RUN_KIND = "garden-approve"
@@ -90,8 +91,12 @@ class Ledger:
 
     # -- runs -----------------------------------------------------------------------------
 
-    def begin(self, params: Mapping[str, Any], run_id: str | None = None) -> str:
-        return self.store.begin_run(RUN_KIND, params, run_id=run_id)
+    def begin(
+        self, params: Mapping[str, Any], run_id: str | None = None
+    ) -> AbstractContextManager[RunRow]:
+        """A garden run begun (or continued): failed if its beginning raises, else left to
+        its phases (:func:`~memvault.store.tracked.begun_run`)."""
+        return begun_run(self.store, RUN_KIND, params, run_id=run_id)
 
     def run_for_dagster(self, dagster_run_id: str) -> str | None:
         rows = self.store.fetch(

@@ -109,21 +109,22 @@ class Gardener:
             "max_judgments": config.max_judgments,
             "judge": judge.kind,
         }
-        run_id = ledger.begin(params, run_id=run_id)
-        if dagster_run_id:
-            ledger.tag_dagster(run_id, dagster_run_id)
-        state = RunState(
-            run_id=run_id,
-            mode=config.mode,
-            started_at=_iso(utcnow()),
-            config=config.as_dict(),
-            budget=Budget(config.max_mutations, config.max_judgments).as_dict(),
-            judge={"kind": judge.kind},
-            cadence=cadence.as_dict() if cadence is not None else None,
-        )
-        gardener = cls(ledger, stores, judge, state)
-        gardener._survey_all()
-        gardener.save()
+        # A survey that raises leaves the run failed, never open; the phases carry it on.
+        with ledger.begin(params, run_id=run_id) as run:
+            if dagster_run_id:
+                ledger.tag_dagster(run.id, dagster_run_id)
+            state = RunState(
+                run_id=run.id,
+                mode=config.mode,
+                started_at=_iso(utcnow()),
+                config=config.as_dict(),
+                budget=Budget(config.max_mutations, config.max_judgments).as_dict(),
+                judge={"kind": judge.kind},
+                cadence=cadence.as_dict() if cadence is not None else None,
+            )
+            gardener = cls(ledger, stores, judge, state)
+            gardener._survey_all()
+            gardener.save()
         return gardener
 
     @classmethod

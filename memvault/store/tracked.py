@@ -10,7 +10,7 @@ way. It lives with the store so the store's own work (undo) can use it too;
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,29 @@ class RunRow:
 
 
 @contextmanager
+def begun_run(
+    store: Store,
+    kind: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    run_id: str | None = None,
+) -> Iterator[RunRow]:
+    """Begin a run (or continue ``run_id``) that later steps carry on and finish (a garden
+    run's phases, a dream's stages): ``failed`` with the error when the block that begins it
+    raises, left ``running`` for those steps when it ends. So a beginning that stops half-way
+    never leaves an open run row behind it."""
+    row = RunRow(store.begin_run(kind, params, run_id=run_id))
+    try:
+        yield row
+    except BaseException as exc:
+        # What the run saved on its row by then (a resume point) is kept beside its figures.
+        saved = (store.run(row.id) or {}).get("stats") or {}
+        stats = {**saved, **row.stats} if isinstance(saved, dict) else row.stats
+        store.finish_run(row.id, "failed", stats, error=f"{type(exc).__name__}: {exc}")
+        raise
+
+
+@contextmanager
 def tracked_run(
     store: Store,
     kind: str,
@@ -43,13 +66,28 @@ def tracked_run(
     and ``stats`` when the block ends, ``failed`` with the error when it raises. So no run
     row is left ``running`` by work that stopped (``memvault runs`` shows what happened,
     ``memvault undo`` takes its id either way)."""
-    row = RunRow(store.begin_run(kind, params, run_id=run_id))
+    with begun_run(store, kind, params, run_id=run_id) as row:
+        yield row
+    store.finish_run(row.id, row.status, row.stats)
+
+
+@contextmanager
+def tracked_run_reopening(
+    open_store: Callable[[], Store], kind: str, params: Mapping[str, Any] | None = None
+) -> Iterator[RunRow]:
+    """A :func:`tracked_run` for work that opens the store itself in between (a DuckDB file
+    has one writer at a time, and the jobs a demo runs open it): the run is begun, and
+    finished or failed, each on a handle ``open_store()`` gives and that is closed again."""
+    with open_store() as store:
+        row = RunRow(store.begin_run(kind, params))
     try:
         yield row
     except BaseException as exc:
-        store.finish_run(row.id, "failed", row.stats, error=f"{type(exc).__name__}: {exc}")
+        with open_store() as store:
+            store.finish_run(row.id, "failed", row.stats, error=f"{type(exc).__name__}: {exc}")
         raise
-    store.finish_run(row.id, row.status, row.stats)
+    with open_store() as store:
+        store.finish_run(row.id, row.status, row.stats)
 
 
 def own_or_callers_run(

@@ -14,6 +14,8 @@ import datetime as dt
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -34,6 +36,7 @@ from memvault.store.queries.inbox import new_discoveries_by_kind
 from memvault.store.queries.recall import live_prefetch_count
 from memvault.store.queries.runs import has_run_of_kind
 from memvault.store.tables import COUNTED_TABLES
+from memvault.store.tracked import tracked_run_reopening
 from memvault_demo.generator import DemoConfig, GroundTruth, generate, write_jsonl
 from pipelines.runner import (
     check_results,
@@ -86,83 +89,19 @@ def run_demo(
     url = store or DEMO_STORE
     fresh_store(url)
     with memvault.open(url) as handle:
-        run_id = handle.begin_run("demo", {"sessions": sessions, "days": days, "seed": seed})
         before = handle.counts(COUNTED_TABLES)
         base = Path(getattr(handle.backend, "path", ".memvault/demo.duckdb")).parent
-    inbox = base / "demo-inbox"
-    inbox.mkdir(parents=True, exist_ok=True)
-    for old in inbox.glob("*.jsonl"):
-        old.unlink()
-    history = inbox / f"history-seed{seed}-{sessions}s.jsonl"
-
     config = DemoConfig(sessions=sessions, days=days, seed=seed)
-    records, truth = generate(config)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
-    ) as bar:
-        task = bar.add_task("generating history (records)", total=None)
-
-        def counted():
-            for record in records:
-                bar.advance(task)
-                yield record
-
-        written = write_jsonl(counted(), history)
-    console.print(
-        f"generated {written:,} records over {days} days ({sessions} sessions) → "
-        f"{escape(str(history))}"
-    )
-
-    instance = persistent_instance()
-    # The profile's partitions begin on the history's first day, in the owner's timezone
-    # (MEMVAULT_PROFILE_START, when set, still wins); the UI reads the same file.
-    timezone = ProfileSettings.from_env().timezone
-    first_day = truth.start.replace(tzinfo=dt.UTC).astimezone(ZoneInfo(timezone)).date()
-    save_settings(first_day, timezone)
-    sources = CollectorSourcesResource(inbox=str(inbox), claude_projects=None)
-    assets: dict[str, Any] = {}
-    checks: dict[str, bool] = {}
-    runs: dict[str, str] = {}
-    failed: list[str] = []
-
-    def run_one(job: str) -> bool:
-        with console.status(f"running {job} ..."):
-            result = run_job(
-                job,
-                url,
-                instance=instance,
-                sources=sources,
-                say=lambda m: console.print(f"note: {m}", markup=False),
-            )
-        assets.update(materializations(result))
-        checks.update(check_results(result))
-        runs[job] = result.run_id
-        if not result.success:
-            failed.extend([f"{job}: {line}" for line in failures(result)] or [f"{job}: failed"])
-        return result.success
-
-    for job in NIGHT:
-        if job not in AFTER_PROFILE and not run_one(job):
-            break
-    profile: dict[str, Any] = {}
-    if not failed:
-        from pipelines.cli.profile import backfill_range
-
-        last_day = clock.now(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
-        with console.status("backfilling the daily profile (profile_job) ..."):
-            profile = backfill_range(
-                url, first_day, last_day, say=lambda m: console.print(f"note: {m}", markup=False)
-            )
-        failed += [f"profile_job: {line}" for line in profile["failures"]]
-        assets |= profile.pop("assets")
-    for job in AFTER_PROFILE:  # the read path's cache last: it reads the recalls and the profile
-        if failed or not run_one(job):
-            break
-    success = not failed
-    lifecycle = lifecycle_findings(url, truth) if success else {}
+    params = {"sessions": sessions, "days": days, "seed": seed}
+    # The jobs open the store in between: the demo's run is begun and finished on handles of
+    # its own, and a demo that stops half-way leaves it failed.
+    with tracked_run_reopening(lambda: memvault.open(url), "demo", params) as run:
+        history, truth, written = _history(base, config, console)
+        night = _night(url, history.parent, truth, console)
+        run.status, run.stats = ("succeeded" if night.success else "failed"), {"records": written}
     with memvault.open(url) as handle:
         after = handle.counts(COUNTED_TABLES)
-        handle.finish_run(run_id, "succeeded" if success else "failed", {"records": written})
+    lifecycle = night.lifecycle
     changed_preferences = sum(
         1 for versions in truth.preference_versions.values() if len(versions) > 1
     )
@@ -178,18 +117,113 @@ def run_demo(
             "changed_preferences": changed_preferences,
         },
         "history_file": str(history),
-        "next_steps": next_steps(url, lifecycle, profile),
+        "next_steps": next_steps(url, lifecycle, night.profile),
         "records_generated": written,
-        "success": success,
-        "failures": failed,
+        "success": night.success,
+        "failures": night.failed,
         "before": before,
         "after": after,
-        "assets": assets,
-        "checks": checks,
-        "dagster_runs": runs,
-        "profile": profile,
+        "assets": night.assets,
+        "checks": night.checks,
+        "dagster_runs": night.runs,
+        "profile": night.profile,
         "lifecycle": lifecycle,
     }
+
+
+def _history(base: Path, config: DemoConfig, console: Console) -> tuple[Path, GroundTruth, int]:
+    """The generated history written to a fresh inbox beside the store (its file, its truth,
+    the records written), with a progress bar: the collector reads it from there."""
+    inbox = base / "demo-inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for old in inbox.glob("*.jsonl"):
+        old.unlink()
+    history = inbox / f"history-seed{config.seed}-{config.sessions}s.jsonl"
+    records, truth = generate(config)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console
+    ) as bar:
+        task = bar.add_task("generating history (records)", total=None)
+
+        def counted() -> Iterator[Any]:
+            for record in records:
+                bar.advance(task)
+                yield record
+
+        written = write_jsonl(counted(), history)
+    console.print(
+        f"generated {written:,} records over {config.days} days ({config.sessions} sessions) → "
+        f"{escape(str(history))}"
+    )
+    return history, truth, written
+
+
+@dataclass
+class _Night:
+    """What the demo's night did: its assets, checks and Dagster runs, the profile's
+    backfill, the lifecycle's findings (when it succeeded) and its failures."""
+
+    assets: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    profile: dict[str, Any] = field(default_factory=dict)
+    lifecycle: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return not self.failed
+
+
+def _night(url: str, inbox: Path, truth: GroundTruth, console: Console) -> _Night:
+    """The jobs of :data:`NIGHT` in order, the profile backfilled over the history's days
+    before the read path's cache, stopping at the first failure."""
+    instance = persistent_instance()
+    # The profile's partitions begin on the history's first day, in the owner's timezone
+    # (MEMVAULT_PROFILE_START, when set, still wins); the UI reads the same file.
+    timezone = ProfileSettings.from_env().timezone
+    first_day = truth.start.replace(tzinfo=dt.UTC).astimezone(ZoneInfo(timezone)).date()
+    save_settings(first_day, timezone)
+    sources = CollectorSourcesResource(inbox=str(inbox), claude_projects=None)
+    night = _Night()
+
+    def run_one(job: str) -> bool:
+        with console.status(f"running {job} ..."):
+            result = run_job(
+                job,
+                url,
+                instance=instance,
+                sources=sources,
+                say=lambda m: console.print(f"note: {m}", markup=False),
+            )
+        night.assets.update(materializations(result))
+        night.checks.update(check_results(result))
+        night.runs[job] = result.run_id
+        if not result.success:
+            night.failed.extend(
+                [f"{job}: {line}" for line in failures(result)] or [f"{job}: failed"]
+            )
+        return result.success
+
+    for job in NIGHT:
+        if job not in AFTER_PROFILE and not run_one(job):
+            break
+    if not night.failed:
+        from pipelines.cli.profile import backfill_range
+
+        last_day = clock.now(ZoneInfo(timezone)).date() - dt.timedelta(days=1)
+        with console.status("backfilling the daily profile (profile_job) ..."):
+            night.profile = backfill_range(
+                url, first_day, last_day, say=lambda m: console.print(f"note: {m}", markup=False)
+            )
+        night.failed += [f"profile_job: {line}" for line in night.profile["failures"]]
+        night.assets |= night.profile.pop("assets")
+    for job in AFTER_PROFILE:  # the read path's cache last: it reads the recalls and the profile
+        if night.failed or not run_one(job):
+            break
+    if night.success:
+        night.lifecycle = lifecycle_findings(url, truth)
+    return night
 
 
 def lifecycle_findings(url: str, truth: GroundTruth) -> dict[str, Any]:

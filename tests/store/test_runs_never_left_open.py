@@ -1,0 +1,81 @@
+"""Work that begins a run and stops half-way leaves the run failed, never ``running``: the
+garden run whose survey raises, the demo that stops before its night, on both backends.
+
+Each test makes the work fail right after its run row was begun and reads the row back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import memvault
+from memvault.gardener.ledger import Ledger
+from memvault.gardener.run import Gardener
+from memvault.judge import HeuristicJudge
+from memvault.store import Store
+from memvault.store.tracked import begun_run
+from tests.garden_support import adapter
+
+
+def _only_run(store: Store, kind: str) -> dict[str, Any]:
+    rows = store.fetch("SELECT id FROM runs WHERE kind = :k", {"k": kind})
+    assert len(rows) == 1, rows
+    found = store.run(rows[0][0])
+    assert found is not None
+    return found
+
+
+def test_a_begun_run_is_failed_when_its_beginning_raises_and_left_to_its_steps_else(
+    store: Store,
+) -> None:
+    with begun_run(store, "garden", {"why": "test"}) as carried:
+        pass
+    row = store.run(carried.id)
+    assert row is not None and row["status"] == "running" and row["finished_at"] is None
+    store.finish_run(carried.id, "succeeded")
+    with pytest.raises(RuntimeError, match="survey broke"), begun_run(store, "lint") as broken:
+        store.backend.execute(
+            "UPDATE runs SET stats = :s WHERE id = :id", {"s": '{"resume": 4}', "id": broken.id}
+        )
+        broken.stats["seen"] = 2
+        raise RuntimeError("survey broke")
+    row = store.run(broken.id)
+    assert row is not None and row["status"] == "failed" and row["finished_at"] is not None
+    assert row["error"] == "RuntimeError: survey broke"
+    assert row["stats"] == {"resume": 4, "seen": 2}  # the saved resume point is kept
+
+
+def test_a_garden_run_whose_survey_raises_is_failed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Gardener) -> None:
+        raise RuntimeError("the tended store went away")
+
+    monkeypatch.setattr(Gardener, "_survey_all", broken)
+    with pytest.raises(RuntimeError, match="went away"):
+        Gardener.start(Ledger(store), [adapter(store)], HeuristicJudge(), dagster_run_id="d-1")
+    row = _only_run(store, "garden")
+    assert row["status"] == "failed" and row["finished_at"] is not None
+    assert row["error"] == "RuntimeError: the tended store went away"
+    assert not store.fetch("SELECT id FROM runs WHERE status = 'running'")
+
+
+def test_a_demo_that_stops_before_its_night_leaves_its_run_failed(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from pipelines.cli import demo
+
+    def no_history(config: Any) -> Any:
+        raise OSError("no space left for the history")
+
+    monkeypatch.setattr(demo, "generate", no_history)
+    with pytest.raises(OSError, match="no space left"):
+        demo.run_demo(store_url, sessions=2, days=2, seed=1, console=Console(quiet=True))
+    with memvault.open(store_url) as store:
+        row = _only_run(store, "demo")
+    assert row["status"] == "failed" and row["finished_at"] is not None
+    assert row["error"] == "OSError: no space left for the history"
