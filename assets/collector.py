@@ -11,13 +11,12 @@ from assets.common import (
     as_metadata,
     judge_metadata,
     kinds,
-    md_table,
     retried_on_llm_trouble,
 )
-from assets.stage_adapter import shown
+from assets.stage_adapter import check_result, shown
 from memvault.collector import collect
 from memvault.judge.store_cache import StoreJudgeCache
-from memvault.references import dangling_counts
+from memvault.references import references_resolve
 from memvault.stage import Timer
 from memvault.store import Store
 from memvault.store.tables import COUNTED_TABLES
@@ -89,15 +88,7 @@ def collected_sessions(
 
 
 def _references_resolve(store: Store) -> dg.AssetCheckResult:
-    dangling = dangling_counts(store)
-    return dg.AssetCheckResult(
-        check_name=REFERENCES.name,
-        passed=not any(dangling.values()),
-        metadata={
-            "dangling_total": sum(dangling.values()),
-            "dangling": md_table(dangling, ("reference", "dangling rows")),
-        },
-    )
+    return check_result(REFERENCES.name, references_resolve(store))
 
 
 @dg.asset(

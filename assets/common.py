@@ -20,7 +20,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from memvault.config import store_url
 from memvault.errors import JudgeError
-from memvault.stage import Markdown, judge_figures
+from memvault.stage import Markdown, Verdict, judge_figures
 
 #: DuckDB has one writer process: every step that opens the store (asset or check) runs in
 #: this pool, whose limit is 1 (dagster.yaml), so no two steps of any run hold the file at once.
@@ -99,6 +99,22 @@ def as_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
         else:
             shown[key] = value
     return shown
+
+
+#: A verdict's severity as Dagster shows it.
+SEVERITY = {"error": dg.AssetCheckSeverity.ERROR, "warn": dg.AssetCheckSeverity.WARN}
+
+
+def check_result(name: str, verdict: Verdict, asset: str | None = None) -> dg.AssetCheckResult:
+    """A core check's verdict as the evaluation of ``asset``'s check ``name``."""
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=name,
+        passed=verdict.passed,
+        severity=SEVERITY[verdict.severity],
+        description=verdict.description,
+        metadata=as_metadata(verdict.figures),
+    )
 
 
 #: Every asset that calls an LLM retries a failed LLM call twice, 30 s then 60 s later (an
@@ -193,18 +209,8 @@ def expectations_result(
     from memvault.quality import validate_table
 
     result = validate_table(store, table, changed_by=changed_by)
-    return dg.AssetCheckResult(
-        asset_key=asset,
-        check_name=f"{table}_expectations",
-        passed=result.success,
-        metadata={
-            "expectations": result.evaluated,
-            "failed_expectations": len(result.failed),
-            "failed": md_table([{"expectation": f} for f in result.failed]),
-            "rows": result.rows,
-            "scope": "rows this run changed" if changed_by else "every row",
-        },
-    )
+    scope = "rows this run changed" if changed_by else "every row"
+    return check_result(f"{table}_expectations", result.verdict(scope), asset)
 
 
 def check_each_partition(

@@ -18,11 +18,10 @@ from assets.common import (
     expectations_spec,
     judge_metadata,
     kinds,
-    md_table,
     retried_on_llm_trouble,
     with_upstream,
 )
-from assets.stage_adapter import shown
+from assets.stage_adapter import check_result, shown
 from memvault.judge.store_cache import StoreJudgeCache
 from memvault.lifecycle.originals import (
     FINDABILITY_SAMPLE,
@@ -30,13 +29,12 @@ from memvault.lifecycle.originals import (
     FINDABLE_SHARE,
     findability,
 )
-from memvault.lifecycle.tiering import digest_violations, run_tiering
+from memvault.lifecycle.tiering import digests_kept, run_tiering
 from memvault.lifecycle.weights import WeightsReport, block_weights, weights_summary
 from memvault.normalize import utcnow
 from memvault.recall import Recaller
-from memvault.stage import Timer
+from memvault.stage import Timer, Verdict
 from memvault.store import Store
-from memvault.store.queries.blocks import digested_block_count
 from resources import EmbedderResource, JudgeResource, LifecycleResource, StoreResource
 
 GROUP = "lifecycle"
@@ -112,7 +110,7 @@ def tiering(
         result = run_tiering(opened, judge, config=tiers.config(), dry_run=tiers.dry_run)
         checked = [
             expectations_result(opened, "blocks", "tiering"),
-            _digests_kept(opened),
+            check_result(DIGESTS_KEPT.name, digests_kept(opened)),
             _findable(opened, embedder),
         ]
     return dg.MaterializeResult(
@@ -121,26 +119,10 @@ def tiering(
     )
 
 
-def _digests_kept(store: Store) -> dg.AssetCheckResult:
-    broken = digest_violations(store)
-    digested = digested_block_count(store)
-    return dg.AssetCheckResult(
-        check_name=DIGESTS_KEPT.name,
-        passed=broken.is_empty(),
-        metadata={
-            "blocks_with_a_digest": int(digested),
-            "violations": broken.height,
-            "sample": md_table(broken.head(20).to_dicts()),
-        },
-    )
-
-
 def _findable(store: Store, embedder: EmbedderResource) -> dg.AssetCheckResult:
     last = store.last_run("tiering")
     report = findability(store, last["id"] if last else None, Recaller(embedder.build()))
-    return dg.AssetCheckResult(
-        check_name=FINDABLE.name, passed=report.passed, metadata=as_metadata(report.metadata())
-    )
+    return check_result(FINDABLE.name, Verdict(report.passed, report.metadata()))
 
 
 tiering_job = dg.define_asset_job(

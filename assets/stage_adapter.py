@@ -15,9 +15,21 @@ from typing import Any
 
 import dagster as dg
 
-from assets.common import as_metadata
+from assets.common import as_metadata, check_result
 from memvault.stage import Report, RunRow, Stage, StageFailed, Timer, Verdict, tracked_run
 from memvault.store import Store
+
+__all__ = [
+    "check_result",
+    "evaluate_checks",
+    "evaluated",
+    "materialize",
+    "materialize_stages",
+    "root_run_id",
+    "step_run",
+    "track_run_id",
+    "verdict_of",
+]
 
 #: A check evaluated in the step of the asset it checks: the core's verdict, or a result.
 Check = Callable[[], Verdict | dg.AssetCheckResult]
@@ -91,23 +103,32 @@ def materialize_stages(
                 yield evaluated(name, check, asset=stage.name)
 
 
+def verdict_of(check: Callable[[], Verdict]) -> Verdict:
+    """The check's verdict; a check that raises is a failed verdict with its error (one that
+    raised would record no evaluation at all)."""
+    try:
+        return check()
+    except Exception as exc:
+        return _raised(exc)
+
+
+def _raised(exc: Exception) -> Verdict:
+    return Verdict(False, {"error": f"{type(exc).__name__}: {exc}"})
+
+
 def evaluated(name: str, check: Check, asset: str | None = None) -> dg.AssetCheckResult:
-    """The check's result (of ``asset``'s check ``name``); a check that raises is recorded as
-    failed with its error (one that raised would record no evaluation at all)."""
+    """The check's result (of ``asset``'s check ``name``), failed with its error if it
+    raises."""
     try:
         found = check()
     except Exception as exc:
-        found = Verdict(False, {"error": f"{type(exc).__name__}: {exc}"})
-    if isinstance(found, dg.AssetCheckResult):
-        return found
-    return dg.AssetCheckResult(
-        asset_key=asset, check_name=name, passed=found.passed, metadata=as_metadata(found.figures)
-    )
+        found = _raised(exc)
+    return found if isinstance(found, dg.AssetCheckResult) else check_result(name, found, asset)
 
 
 def evaluate_checks(
-    context: dg.AssetCheckExecutionContext, checks: Mapping[str, Check]
-) -> list[dg.AssetCheckResult]:
-    """The selected ones of ``checks`` (name → check), in their order."""
+    context: dg.AssetCheckExecutionContext, checks: Mapping[str, Callable[[], Verdict]]
+) -> dict[str, Verdict]:
+    """The verdicts of the selected ones of ``checks`` (name → check), in their order."""
     selected = {key.name for key in context.selected_asset_check_keys}
-    return [evaluated(name, check) for name, check in checks.items() if name in selected]
+    return {name: verdict_of(check) for name, check in checks.items() if name in selected}

@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from memvault.stage import Verdict
 from memvault.store import Store
 
 TRIPLE_STATUSES = ["active", "superseded", "merged", "expired", "invalidated", "archived", "held"]
@@ -47,6 +48,19 @@ class QualityResult:
             "failed": self.failed,
             "rows": self.rows,
         }
+
+    def verdict(self, scope: str) -> Verdict:
+        """The suite as a check's verdict (``scope``: which rows it read)."""
+        return Verdict(
+            self.success,
+            {
+                "expectations": self.evaluated,
+                "failed_expectations": len(self.failed),
+                "failed": [{"expectation": f} for f in self.failed],
+                "rows": self.rows,
+                "scope": scope,
+            },
+        )
 
 
 def _triple_expectations() -> list[Any]:

@@ -9,6 +9,8 @@ the data layer (:mod:`memvault.store.queries.references`); this is their name in
 
 from __future__ import annotations
 
+from memvault.stage import Verdict
+from memvault.store import Store
 from memvault.store.queries.references import (
     REFERENCES,
     Reference,
@@ -17,4 +19,24 @@ from memvault.store.queries.references import (
     dangling_sql,
 )
 
-__all__ = ["REFERENCES", "Reference", "dangling_counts", "dangling_references", "dangling_sql"]
+__all__ = [
+    "REFERENCES",
+    "Reference",
+    "dangling_counts",
+    "dangling_references",
+    "dangling_sql",
+    "references_resolve",
+]
+
+
+def references_resolve(store: Store) -> Verdict:
+    """Every reference points at a row (the check after each ingest), with the dangling rows
+    counted per reference."""
+    dangling = dangling_counts(store)
+    return Verdict(
+        not any(dangling.values()),
+        {
+            "dangling_total": sum(dangling.values()),
+            "dangling": [{"reference": k, "dangling rows": n} for k, n in dangling.items()],
+        },
+    )

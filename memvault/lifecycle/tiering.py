@@ -40,7 +40,9 @@ from memvault.lifecycle.digest import (
 from memvault.lifecycle.originals import originals_frame
 from memvault.lifecycle.weights import block_weights, effective_age_days
 from memvault.normalize import utcnow
+from memvault.stage import Verdict
 from memvault.store import Store
+from memvault.store.queries.blocks import digested_block_count
 from memvault.store.tracked import tracked_run
 
 TIERS: tuple[str, ...] = ("hot", "warm", "cold", "frozen")
@@ -395,4 +397,18 @@ def digest_violations(store: Store) -> pl.DataFrame:
         .filter(pl.col("problem").is_not_null())
         .select("id", "tier", "digest_kind", "problem")
         .sort("id")
+    )
+
+
+def digests_kept(store: Store) -> Verdict:
+    """Every digest keeps the one-way promise (:func:`digest_violations`), with how many
+    blocks carry one."""
+    broken = digest_violations(store)
+    return Verdict(
+        broken.is_empty(),
+        {
+            "blocks_with_a_digest": int(digested_block_count(store)),
+            "violations": broken.height,
+            "sample": broken.head(20).to_dicts(),
+        },
     )

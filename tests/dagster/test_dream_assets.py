@@ -13,8 +13,9 @@ import polars as pl
 import pytest
 
 import memvault
-from assets.dream.checks import bitemporal_consistency, grounding, no_data_loss
+from assets.stage_adapter import check_result
 from memvault import clock
+from memvault.dream import guarantees
 from memvault.ingest import ingest_file
 from memvault.judge import ScriptedJudge
 from memvault.store.tables import AUDITED_TABLES
@@ -27,6 +28,19 @@ from tests.helpers import export_text, table_dump
 
 #: Every table a dream may change (the audited ones and the derived graph tables).
 STATE_TABLES = (*AUDITED_TABLES, "communities", "centrality")
+
+
+# The dream's checks as the UI shows them: the core's verdict through the Dagster adapter.
+def no_data_loss(store: Any) -> dg.AssetCheckResult:
+    return check_result("no_data_loss", guarantees.no_data_loss(store))
+
+
+def bitemporal_consistency(store: Any) -> dg.AssetCheckResult:
+    return check_result("bitemporal_consistency", guarantees.bitemporal_consistency(store))
+
+
+def grounding(store: Any) -> dg.AssetCheckResult:
+    return check_result("grounding", guarantees.grounding(store))
 
 
 @pytest.fixture

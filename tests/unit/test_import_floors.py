@@ -229,3 +229,46 @@ def test_nothing_imports_a_floor_above_it() -> None:
     """The core never imports the wiring (resources, assets, pipelines), the wiring never the
     command line, a resource never an asset, an asset never the code location."""
     assert upward_imports(import_graph()) == []
+
+
+#: Libraries of the wiring that the core never imports: it returns plain reports and verdicts,
+#: and the adapter in ``assets`` turns them into Dagster's results.
+WIRING_LIBRARIES = ("dagster",)
+
+
+def libraries_of(tree: ast.AST) -> set[str]:
+    """The top-level names of the absolute imports in ``tree`` (``dagster`` for ``import
+    dagster as dg``, ``from dagster._core import x`` and ``import dagster_graphql``)."""
+    found: set[str] = set()
+    for node in _import_nodes(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _is_wiring_library(name: str) -> bool:
+    return any(name == lib or name.startswith(f"{lib}_") for lib in WIRING_LIBRARIES)
+
+
+def test_the_core_never_imports_dagster() -> None:
+    """No module of ``memvault`` (or the demo generator) imports Dagster, at any depth: a
+    check in the core returns a :class:`memvault.stage.Verdict`, not an asset check result."""
+    sample = ast.parse(
+        "import dagster as dg\n"
+        "def f():\n    from dagster._core.x import y\n    import dagster_graphql\n"
+        "from .dagster import z\nimport polars\n"
+    )
+    assert {n for n in libraries_of(sample) if _is_wiring_library(n)} == {
+        "dagster",
+        "dagster_graphql",
+    }
+    offenders = sorted(
+        (module, name)
+        for module, path in modules().items()
+        if floor(module) == 0
+        for name in libraries_of(ast.parse(path.read_text(encoding="utf-8")))
+        if _is_wiring_library(name)
+    )
+    assert offenders == []
