@@ -1,37 +1,32 @@
 """memvault: the background track that keeps an AI agent's long-term memory healthy.
 
 This package is the domain core (no Dagster import). ``memvault.open(url)``
-is the entry point of the Python API; ``memvault.attitudes.upsert(store, ...)``
-and ``memvault.skills.record_use(store, ...)`` write the preference and skill layers.
+is the entry point of the Python API. Each track has one name, its package: the
+preference and skill layers are ``memvault.layers`` (``from memvault.layers import
+attitudes, skills``; ``attitudes.upsert(store, ...)``, ``skills.record_use(store, ...)``).
 
-The store and the layers are imported on first use, so that a light module of the
+The store is imported on first use, so that a light module of the
 package (``memvault.config``, ``memvault.serve.client``) loads in milliseconds: a shell's
-``memvault recall`` answered by a running ``memvault serve`` never loads them.
+``memvault recall`` answered by a running ``memvault serve`` never loads it.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memvault.layers import attitudes, skills
     from memvault.recall import FeedbackReport, RecallResult
     from memvault.store import Store
 
 __version__ = "0.1.0"
 
-_LAZY = {"attitudes": "memvault.layers.attitudes", "skills": "memvault.layers.skills"}
-
 
 def __getattr__(name: str) -> Any:
-    """``memvault.Store``, ``memvault.attitudes`` and ``memvault.skills``, loaded when asked for."""
+    """``memvault.Store``, loaded when asked for."""
     if name == "Store":
         from memvault.store import Store
 
         return Store
-    if name in _LAZY:
-        return importlib.import_module(_LAZY[name])
     raise AttributeError(f"module 'memvault' has no attribute {name!r}")
 
 
@@ -56,4 +51,4 @@ def feedback(store: Store, recall_id: str, verdict: str, **options: Any) -> Feed
     return give(store, recall_id, verdict, **options)
 
 
-__all__ = ["Store", "__version__", "attitudes", "feedback", "open", "recall", "skills"]
+__all__ = ["Store", "__version__", "feedback", "open", "recall"]

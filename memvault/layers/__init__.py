@@ -5,5 +5,6 @@
 * :mod:`~memvault.layers.skills` — skill levels from skill uses (heard of → have done →
   can teach), both ways as experience halves unused.
 
-``memvault.attitudes`` and ``memvault.skills`` name the same modules in the Python API.
+They are imported from here (``from memvault.layers import attitudes, skills``): one
+name per track, the same as the assets', the resource's and the command line's.
 """

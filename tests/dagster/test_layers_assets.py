@@ -11,7 +11,7 @@ import dagster as dg
 
 import memvault
 from assets import layers
-from memvault import attitudes, skills
+from memvault.layers import attitudes, skills
 from resources import LayersResource, StoreResource
 
 T0 = dt.datetime(2026, 2, 1, 8, 0)

@@ -25,7 +25,7 @@ import polars as pl
 import pytest
 
 import memvault
-from memvault import attitudes, skills
+from memvault.layers import attitudes, skills
 from memvault.records import ATTITUDE_CATEGORIES
 from tests.perf.dream_data import build_scaled_store
 

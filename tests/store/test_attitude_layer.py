@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import memvault
-from memvault import attitudes
+from memvault.layers import attitudes
 from memvault.layers.attitudes import AttitudeError, DecaySettings
 from memvault.review import decide, list_items
 from memvault.store import Store, undo_run

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from memvault import skills
+from memvault.layers import skills
 from memvault.layers.skills import LEVEL_LABELS, SkillError
 from memvault.store import Store, undo_run
 

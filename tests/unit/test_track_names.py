@@ -147,3 +147,20 @@ def test_the_design_page_table_says_the_same() -> None:
         assert f"memvault/{word}" in core and f"assets/{word}" in assets_cell
         assert (f"`{track.resource}`" in resource) if track.resource else resource == "—"
         assert re.findall(r"`([a-z-]+)`", commands) == list(track.commands)
+
+
+def test_the_layers_go_by_one_name_in_the_python_api() -> None:
+    """The preference and skill layers are imported from their track's package, and
+    ``memvault`` holds no second name for them (an alias that worked as an attribute but not
+    in ``from memvault.attitudes import ...`` was a trap)."""
+    import memvault
+    from memvault.layers import attitudes, skills
+
+    assert callable(attitudes.upsert) and callable(skills.record_use)
+    for alias in ("attitudes", "skills"):
+        assert not hasattr(memvault, alias)
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"memvault.{alias}")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "from memvault.layers import attitudes, skills" in readme
+    assert not re.search(r"memvault\.(attitudes|skills)\.", readme)
