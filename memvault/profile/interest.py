@@ -19,7 +19,7 @@ from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, day_range
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
-from memvault.store.queries.entities import entity_labels
+from memvault.store.queries.entities import entity_labels_of
 
 #: The windows, in days, each its own asset.
 WINDOWS: tuple[int, ...] = (7, 30, 90)
@@ -58,13 +58,7 @@ def compute_interest(
         return pl.DataFrame()
     first, last = min(days), max(days)
     frame, covered = attention_frame(store, first - dt.timedelta(days=2 * window - 1), last)
-    names = entity_labels(store)
-
-    def entity(eid: str, **extra: Any) -> dict[str, Any]:
-        name, etype = names.get(eid, (eid, "unknown"))
-        return {"id": eid, "name": name, "type": etype, **extra}
-
-    rows = []
+    found = []  # each day's lists, by entity id (named below)
     for day in day_range(first, last):
         now_from = day - dt.timedelta(days=window - 1)
         before_from = day - dt.timedelta(days=2 * window - 1)
@@ -93,6 +87,17 @@ def compute_interest(
             .sort(["change", "entity_id"], descending=[False, False])
             .head(settings.top_n)
         )
+        found.append((day, now_from, total, top, rising, cooling))
+    # Only the entities the rows name are looked up, not every entity of the store.
+    named = {e for f in found for lists in f[3:] for e in lists["entity_id"].to_list()}
+    names = entity_labels_of(store, sorted(named)) if named else {}
+
+    def entity(eid: str, **extra: Any) -> dict[str, Any]:
+        name, etype = names.get(eid, (eid, "unknown"))
+        return {"id": eid, "name": name, "type": etype, **extra}
+
+    rows = []
+    for day, now_from, total, top, rising, cooling in found:
         rows.append(
             {
                 "id": f"interest:{window}d:{day.isoformat()}",

@@ -18,7 +18,11 @@ Per day:
 * ``attention``, ``mentioned``, ``facts_learned``, ``activity`` — the raw
   numbers the interest windows and the diary read.
 
-A batch of days loads the store once and walks the days in order.
+A batch of days loads the store once and walks the days in order. What it reads of the whole
+history is what the entity graph needs (every mention and every fact linking two entities,
+known by the last day's end); the facts learned, the sessions, memories and recalls are read
+for the batch's days only, the facts known at each day's end are counted by the store, and
+only the entities the rows name are looked up.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from memvault.normalize import utcnow
 from memvault.profile.settings import ProfileSettings, day_bounds, day_range
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
-from memvault.store.queries.entities import entity_labels
+from memvault.store.queries.entities import entity_labels_of
 
 #: Co-mentions at which an edge reaches full weight (the graph's co-occurrence scale).
 SATURATION = 32
@@ -58,9 +62,24 @@ FROM mentions m LEFT JOIN blocks b ON b.id = m.block_id
 WHERE COALESCE(b.created_at, m.mentioned_at) < :cut
 """
 
-FACTS_SQL = """
-SELECT t.id, t.subject_id, t.predicate, t.object, t.object_id, t.created_at, t.expired_at
-FROM triples t WHERE t.created_at < :cut
+LINKED_SQL = """
+-- Facts linking two entities known before :cut (the entity graph's pairs), with when the
+-- store learned and retired each.
+SELECT t.subject_id, t.object_id, t.created_at, t.expired_at
+FROM triples t
+WHERE t.created_at < :cut AND t.object_id IS NOT NULL AND t.object_id <> t.subject_id
+"""
+
+LEARNED_SQL = """
+-- The facts the store learned in [:start, :cut): the batch's days' facts_learned.
+SELECT t.id, t.subject_id, t.predicate, t.object, t.created_at
+FROM triples t WHERE t.created_at >= :start AND t.created_at < :cut
+"""
+
+KNOWN_SQL = """
+-- How many facts the store held at :end (learned before it, not retired by then).
+SELECT count(*) FROM triples t
+WHERE t.created_at < :end AND (t.expired_at IS NULL OR t.expired_at >= :end)
 """
 
 #: Columns that make a snapshot's content (compared on re-materialization).
@@ -114,11 +133,10 @@ class _History:
 
     mentions: pl.DataFrame  # code, block_id, session_id, known_at, known_at_day
     pairs: pl.DataFrame  # u, v (codes), day (co-mention or fact, first known then), until
-    facts: pl.DataFrame
+    learned: pl.DataFrame  # the facts learned during the batch, with created_at_day
     recalls: pl.DataFrame
     sessions: pl.DataFrame
     blocks: pl.DataFrame
-    entities: dict[str, tuple[str, str]]  # id -> (name, type)
     ids: list[str]  # entity id of each code (sorted, so code order is id order)
 
 
@@ -139,21 +157,31 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         )
     mentions = mentions.cast({"known_at": pl.Datetime("us")})
     mentions = mentions.with_columns(local.of(mentions, "known_at"))
-    facts = store.fetch_df(FACTS_SQL, {"cut": cut})
-    if facts.is_empty():
-        facts = pl.DataFrame(
+    linked = store.fetch_df(LINKED_SQL, {"cut": cut})
+    if linked.is_empty():
+        linked = pl.DataFrame(
             schema={
-                "id": pl.Utf8,
                 "subject_id": pl.Utf8,
-                "predicate": pl.Utf8,
-                "object": pl.Utf8,
                 "object_id": pl.Utf8,
                 "created_at": pl.Datetime("us"),
                 "expired_at": pl.Datetime("us"),
             }
         )
-    facts = facts.cast({"created_at": pl.Datetime("us"), "expired_at": pl.Datetime("us")})
-    facts = facts.with_columns(local.of(facts, "created_at"), local.of(facts, "expired_at"))
+    linked = linked.cast({"created_at": pl.Datetime("us"), "expired_at": pl.Datetime("us")})
+    linked = linked.with_columns(local.of(linked, "created_at"), local.of(linked, "expired_at"))
+    learned = store.fetch_df(LEARNED_SQL, {"start": start, "cut": cut})
+    if learned.is_empty():
+        learned = pl.DataFrame(
+            schema={
+                "id": pl.Utf8,
+                "subject_id": pl.Utf8,
+                "predicate": pl.Utf8,
+                "object": pl.Utf8,
+                "created_at": pl.Datetime("us"),
+            }
+        )
+    learned = learned.cast({"created_at": pl.Datetime("us")})
+    learned = learned.with_columns(local.of(learned, "created_at"))
     recalls = store.fetch_df(
         "SELECT intent_label, verdict, created_at FROM recall_log "
         "WHERE created_at >= :start AND created_at < :cut",
@@ -182,9 +210,6 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         blocks.with_columns(local.of(blocks, "created_at"))
         if blocks.height
         else pl.DataFrame(schema={"created_at_day": pl.Date})
-    )
-    linked = facts.filter(
-        pl.col("object_id").is_not_null() & (pl.col("object_id") != pl.col("subject_id"))
     )
     ids = (
         pl.concat([mentions["entity_id"], linked["subject_id"], linked["object_id"]])
@@ -225,11 +250,10 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         mentions=mentions,
         pairs=pairs,
         ids=ids.to_list(),
-        facts=facts,
+        learned=learned,
         recalls=recalls,
         sessions=sessions,
         blocks=blocks,
-        entities=entity_labels(store),
     )
 
 
@@ -358,14 +382,7 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
     first, last = min(days), max(days)
     yesterday = first - dt.timedelta(days=1)
     history = _load(store, yesterday, last, settings)
-    names = history.entities
     ids = history.ids
-
-    def entity(code: int, **extra: Any) -> dict[str, Any]:
-        eid = ids[code]
-        name, etype = names.get(eid, (eid, "unknown"))
-        return {"id": eid, "name": name, "type": etype, **extra}
-
     counts = _EdgeCounts(history.pairs, len(ids), yesterday)
     counts.batch_graph(last)
     attention_by_day = {
@@ -377,7 +394,7 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
         .items()
     }
     _, cut_all = day_bounds(last, settings.timezone)
-    rows: list[dict[str, Any]] = []
+    found: list[dict[str, Any]] = []  # each day's figures, entities as codes (named below)
     previous: list[int] | None = None
     for day in day_range(yesterday, last):
         _, end = day_bounds(day, settings.timezone)
@@ -395,6 +412,40 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
         if day < first:
             previous = top_ids
             continue
+        before = previous or []
+        found.append(
+            {
+                "day": day,
+                "end": end,
+                "top": top,
+                "appeared": [c for c in top_ids if c not in before],
+                "disappeared": [c for c in before if c not in top_ids],
+                "attention": attention,
+                "mentioned": sorted(attention.iter_rows(), key=lambda ck: (-ck[1], ck[0]))[
+                    :MENTIONED_LIMIT
+                ],
+                "learned": history.learned.filter(pl.col("created_at_day") == day).sort(
+                    "created_at", "id"
+                ),
+            }
+        )
+        previous = top_ids
+    # Only the entities the rows name are looked up, not every entity of the store.
+    named: set[str] = set()
+    for f in found:
+        codes = [c for c, _ in f["top"]] + f["appeared"] + f["disappeared"]
+        named |= {ids[c] for c in codes + [c for c, _ in f["mentioned"]]}
+        named |= set(f["learned"].head(FACTS_LIMIT)["subject_id"].to_list())
+    names = entity_labels_of(store, sorted(named)) if named else {}
+
+    def entity(code: int, **extra: Any) -> dict[str, Any]:
+        eid = ids[code]
+        name, etype = names.get(eid, (eid, "unknown"))
+        return {"id": eid, "name": name, "type": etype, **extra}
+
+    rows: list[dict[str, Any]] = []
+    for f in found:
+        day, end, attention, learned = f["day"], f["end"], f["attention"], f["learned"]
         attention_ids = {ids[c]: int(k) for c, k in attention.iter_rows()}
         intents = (
             history.recalls.filter(
@@ -405,24 +456,18 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
             .sort(["count", "intent_label"], descending=[True, False])
             .head(settings.top_n)
         )
-        learned = history.facts.filter(pl.col("created_at_day") == day).sort("created_at", "id")
-        known = history.facts.filter(
-            (pl.col("created_at_day") <= day)
-            & (pl.col("expired_at_day").is_null() | (pl.col("expired_at_day") > day))
-        ).height
+        known = int(store.fetch(KNOWN_SQL, {"end": end})[0][0])
         recalls_today = history.recalls.filter(pl.col("created_at_day") == day)
-        before = previous or []
-        mentioned = sorted(attention.iter_rows(), key=lambda ck: (-ck[1], ck[0]))[:MENTIONED_LIMIT]
         rows.append(
             {
                 "id": f"profile:{day.isoformat()}",
                 "day": day,
                 "top_intents": _dumps([{"intent": i, "count": c} for i, c in intents.iter_rows()]),
-                "top_entities": _dumps([entity(code, score=s) for code, s in top]),
+                "top_entities": _dumps([entity(code, score=s) for code, s in f["top"]]),
                 "delta_vs_yesterday": _dumps(
                     {
-                        "appeared": [entity(c) for c in top_ids if c not in before],
-                        "disappeared": [entity(c) for c in before if c not in top_ids],
+                        "appeared": [entity(c) for c in f["appeared"]],
+                        "disappeared": [entity(c) for c in f["disappeared"]],
                     }
                 ),
                 "known_at": end if end <= cut_all else cut_all,
@@ -441,7 +486,7 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
                     }
                 ),
                 "attention": _dumps(attention_ids),
-                "mentioned": _dumps([entity(c, mentions=int(k)) for c, k in mentioned]),
+                "mentioned": _dumps([entity(c, mentions=int(k)) for c, k in f["mentioned"]]),
                 "facts_learned": _dumps(
                     [
                         {
@@ -455,7 +500,6 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
                 ),
             }
         )
-        previous = top_ids
     return pl.DataFrame(rows, schema_overrides={"day": pl.Date, "known_at": pl.Datetime("us")})
 
 
