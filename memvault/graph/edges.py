@@ -307,7 +307,8 @@ def _changes(
         "key", pl.col("id").alias("stored_id"), pl.col("status").alias("old_status")
     )
     every = fresh.height == len(graph.keys)
-    values = stored_values(store, None if every else by_key["stored_id"].to_list()).select(
+    ids = None if every else by_key["stored_id"].to_list()
+    values = stored_values(store, ids, stored.height).select(
         pl.col("id").alias("stored_id"), *[pl.col(c).alias(f"old_{c}") for c in _VALUE_COLUMNS]
     )
     by_key = by_key.join(values, on="stored_id", how="left")

@@ -240,10 +240,22 @@ def test_an_incremental_refresh_reads_vectors_and_values_of_the_recomputed_pairs
 
     monkeypatch.setattr(graph_inputs, "load_vectors", spy_vectors)
     monkeypatch.setattr("memvault.graph.edges.stored_values", spy_values)
+    # In a world this small the recomputed pairs are a large share of all; read them by id
+    # anyway (the filter is under test, not the share above which it reads everything).
+    monkeypatch.setattr(graph_inputs, "FILTER_SHARE", 1.0)
     report = refresh_edges(store, EXACT, "dream-2")
     assert report.incremental and 0 < report.considered < report.pairs / 2
     assert 0 < read["vectors"][0] < len(types)  # the ends of the recomputed pairs
     assert 0 < read["values"][0] <= report.considered < store.read_table("edges").height
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+    # Past the share, a table is read whole (a column scan beats shipping many ids).
+    monkeypatch.setattr(graph_inputs, "FILTER_SHARE", 0.0)
+    later, _ = random_world(104, sessions=1, entities=150, prefix="u", hub=0.0)
+    add_world(store, later, {}, start=T0 + dt.timedelta(days=4), run_id="ingest-3")
+    report = refresh_edges(store, EXACT, "dream-3")
+    assert report.incremental and report.considered < report.pairs / 2
+    assert read["vectors"][1] == len(types)
+    assert read["values"][1] == store.read_table("edges").height - report.inserted
     assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
 
 
