@@ -12,6 +12,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memvault.store import Store
+from memvault.store.queries.audit import inserted_ids, inserted_per_table
+from memvault.store.queries.review import pending_review_count
+from memvault.store.queries.runs import last_succeeded
+from memvault.store.queries.triples import active_fact_count
 from memvault.store.tables import COUNTED_TABLES
 
 #: Tables whose new rows orient counts.
@@ -51,42 +55,20 @@ class OrientStats:
 
 def last_dream(store: Store) -> tuple[str | None, dt.datetime | None]:
     """Id and finish time of the last dream that succeeded (a dry run does not count)."""
-    rows = store.fetch(
-        "SELECT id, finished_at FROM runs WHERE kind = 'dream' AND status = 'succeeded' "
-        "ORDER BY finished_at DESC, id DESC LIMIT 1"
-    )
-    return (rows[0][0], rows[0][1]) if rows else (None, None)
+    found = last_succeeded(store, "dream")
+    return found if found is not None else (None, None)
 
 
 def new_rows_since(store: Store, since: dt.datetime | None) -> dict[str, int]:
     """Rows inserted per table after ``since`` (everything when ``since`` is None)."""
-    params: dict[str, object] = {"tables": list(DELTA_TABLES)}
-    where = ""
-    if since is not None:
-        where, params["since"] = "AND created_at > :since", since
-    rows = store.fetch(
-        "SELECT target_table, count(DISTINCT target_id) FROM audit_log "
-        f"WHERE action IN ('insert', 'ingest') AND target_table = ANY(:tables) {where} "
-        "GROUP BY target_table",
-        params,
-    )
-    found = {table: int(n) for table, n in rows}
+    found = inserted_per_table(store, DELTA_TABLES, since)
     return {table: found.get(table, 0) for table in DELTA_TABLES}
 
 
 def new_ids_since(store: Store, table: str, since: dt.datetime | None) -> set[str]:
     """Ids of the rows of ``table`` inserted after ``since`` (all of them when None): what a
     dream sees for the first time."""
-    params: dict[str, object] = {"t": table}
-    where = ""
-    if since is not None:
-        where, params["since"] = "AND created_at > :since", since
-    rows = store.fetch(
-        "SELECT DISTINCT target_id FROM audit_log "
-        f"WHERE action IN ('insert', 'ingest') AND target_table = :t {where}",
-        params,
-    )
-    return {str(r[0]) for r in rows}
+    return inserted_ids(store, table, since)
 
 
 def orient(store: Store) -> OrientStats:
@@ -94,10 +76,6 @@ def orient(store: Store) -> OrientStats:
     stats = OrientStats(last_dream_at=finished, last_dream_run=run_id)
     stats.new = new_rows_since(store, finished)
     stats.totals = store.counts(COUNTED_TABLES)
-    stats.active_triples = int(
-        store.fetch("SELECT count(*) FROM triples WHERE status = 'active'")[0][0]
-    )
-    stats.open_reviews = int(
-        store.fetch("SELECT count(*) FROM review_queue WHERE status = 'pending'")[0][0]
-    )
+    stats.active_triples = active_fact_count(store)
+    stats.open_reviews = pending_review_count(store)
     return stats

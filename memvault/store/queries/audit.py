@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+
 from memvault.store.store import Store
 
 
@@ -51,3 +54,36 @@ def demoted_by_run(store: Store, run_id: str) -> list[str]:
         {"r": run_id},
     )
     return [str(r[0]) for r in rows]
+
+
+def inserted_per_table(
+    store: Store, tables: Sequence[str], since: dt.datetime | None
+) -> dict[str, int]:
+    """How many rows of each of ``tables`` were inserted (or ingested) after ``since`` (ever,
+    when None), per the audit log; tables without one absent."""
+    params: dict[str, object] = {"tables": list(tables)}
+    where = ""
+    if since is not None:
+        where, params["since"] = "AND created_at > :since", since
+    rows = store.fetch(
+        "SELECT target_table, count(DISTINCT target_id) FROM audit_log "
+        f"WHERE action IN ('insert', 'ingest') AND target_table = ANY(:tables) {where} "
+        "GROUP BY target_table",
+        params,
+    )
+    return {str(table): int(n) for table, n in rows}
+
+
+def inserted_ids(store: Store, table: str, since: dt.datetime | None) -> set[str]:
+    """Ids of the rows of ``table`` inserted (or ingested) after ``since`` (ever, when None),
+    per the audit log."""
+    params: dict[str, object] = {"t": table}
+    where = ""
+    if since is not None:
+        where, params["since"] = "AND created_at > :since", since
+    rows = store.fetch(
+        "SELECT DISTINCT target_id FROM audit_log "
+        f"WHERE action IN ('insert', 'ingest') AND target_table = :t {where}",
+        params,
+    )
+    return {str(r[0]) for r in rows}

@@ -71,3 +71,8 @@ def subject_of_row(store: Store, table: str, row_id: str) -> str | None:
     sql = _SUBJECT_SQL.get(table)
     found = store.fetch(sql, {"id": row_id}) if sql else []
     return found[0][0] if found else None
+
+
+def pending_review_count(store: Store) -> int:
+    """How many items wait for a person."""
+    return int(store.fetch("SELECT count(*) FROM review_queue WHERE status = 'pending'")[0][0])

@@ -72,3 +72,14 @@ def succeeded_cursors_since(
         {"k": kind, "run": other_than, "cut": since},
     )
     return [r[0] for r in rows]
+
+
+def last_succeeded(store: Store, kind: str) -> tuple[str, dt.datetime | None] | None:
+    """(id, finished_at) of the run of ``kind`` that succeeded last (by finish time); None
+    when none did."""
+    rows = store.fetch(
+        "SELECT id, finished_at FROM runs WHERE kind = :k AND status = 'succeeded' "
+        "ORDER BY finished_at DESC, id DESC LIMIT 1",
+        {"k": kind},
+    )
+    return (rows[0][0], rows[0][1]) if rows else None

@@ -234,3 +234,8 @@ def dependent_fact_count(store: Store, entity_id: str) -> int:
             {"s": entity_id},
         )[0][0]
     )
+
+
+def active_fact_count(store: Store) -> int:
+    """How many facts are active (believed now)."""
+    return int(store.fetch("SELECT count(*) FROM triples WHERE status = 'active'")[0][0])
