@@ -24,11 +24,12 @@ from memvault.errors import IngestError, MemvaultError
 from memvault.normalize import normalize_text, to_utc_naive
 from memvault.recall.log import PendingRecall, write_recalls
 from memvault.recall.result import GapHint, RecallHit, RecallResult
-from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT
 from memvault.records import stable_id
 from memvault.serve.queue import Entry
 from memvault.store import Store
-from memvault.store.backends import in_list
+from memvault.store.queries.blocks import block_and_parts, session_exists
+from memvault.store.queries.recall import blocks_without_current_vector
+from memvault.store.queries.runs import runs_held
 
 #: Where remembered memories say they came from (the ingest run's source).
 REMEMBER_SOURCE = "mcp:remember"
@@ -52,10 +53,7 @@ def remembered_id(text: str, taken: bool = False, created_at: str | None = None)
 
 def already_applied(store: Store, run_ids: list[str]) -> set[str]:
     """Which of these runs the store holds (their entries were applied)."""
-    if not run_ids:
-        return set()
-    where, params = in_list("id", "r", run_ids)
-    return {str(r[0]) for r in store.fetch(f"SELECT id FROM runs WHERE {where}", params)}
+    return runs_held(store, run_ids)
 
 
 # -- remember ---------------------------------------------------------------------------------
@@ -105,30 +103,19 @@ def embed_blocks(store: Store, embedder: Embedder, block_ids: list[str]) -> int:
 
     if not block_ids:
         return 0
-    where, params = in_list("b.id", "b", block_ids)
-    stale = store.fetch_df(
-        f"SELECT b.id, {SEARCH_TEXT} AS text, md5({SEARCH_TEXT}) AS text_hash "
-        f"FROM blocks b {ORIGINALS_JOIN} LEFT JOIN embeddings e ON e.target_kind = 'block' "
-        "AND e.target_id = b.id AND e.model = :m "
-        f"WHERE {where} AND b.status = 'active' "
-        f"AND (e.target_id IS NULL OR e.text_hash <> md5({SEARCH_TEXT})) ORDER BY b.id",
-        params | {"m": embedder.model_name},
-    )
+    stale = blocks_without_current_vector(store, block_ids, embedder.model_name)
     if stale.height:
         write_vectors(store, embedder, "block", stale)
     return stale.height
 
 
 def _session_exists(store: Store, session_id: str) -> bool:
-    return bool(store.fetch("SELECT 1 FROM sessions WHERE id = :id", {"id": session_id}))
+    return session_exists(store, session_id)
 
 
 def _with_parts(store: Store, block_id: str) -> list[str]:
     """The memory's blocks (a text past the block size is split into parts, not cut)."""
-    rows = store.fetch(
-        "SELECT id FROM blocks WHERE id = :id OR parent_id = :id ORDER BY id", {"id": block_id}
-    )
-    return [str(r[0]) for r in rows] or [block_id]
+    return block_and_parts(store, block_id) or [block_id]
 
 
 def _first_problem(exc: IngestError) -> str:

@@ -1,4 +1,5 @@
-"""The ``blocks`` family: memory blocks read by id, tier and digest."""
+"""The ``blocks`` family (with ``sessions`` and ``block_originals``): memory blocks read by id,
+tier and digest, the sessions they belong to and the originals of digests."""
 
 from __future__ import annotations
 
@@ -138,3 +139,17 @@ def blocks_as_shown(store: Store, block_ids: Sequence[str]) -> pl.DataFrame:
         "WHERE id = ANY(CAST(:ids AS TEXT[]))",
         {"ids": list(block_ids)},
     )
+
+
+def session_exists(store: Store, session_id: str) -> bool:
+    """Whether the store holds the session ``session_id``."""
+    return bool(store.fetch("SELECT 1 FROM sessions WHERE id = :id", {"id": session_id}))
+
+
+def block_and_parts(store: Store, block_id: str) -> list[str]:
+    """``block_id`` and the blocks whose parent it is (the parts of a long text), by id; empty
+    when none exists."""
+    rows = store.fetch(
+        "SELECT id FROM blocks WHERE id = :id OR parent_id = :id ORDER BY id", {"id": block_id}
+    )
+    return [str(r[0]) for r in rows]

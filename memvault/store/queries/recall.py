@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from memvault.store.backends import in_list
 from memvault.store.store import Store
 
 #: What recall searches each block by (keywords and vectors): the original text a digest
@@ -229,3 +230,19 @@ def recalls_served(store: Store, since: dt.datetime, until: dt.datetime) -> tupl
         {"a": since, "b": until},
     )[0]
     return int(total or 0), int(served or 0)
+
+
+def blocks_without_current_vector(
+    store: Store, block_ids: Sequence[str], model: str
+) -> pl.DataFrame:
+    """Those of ``block_ids`` that are active and have no vector of ``model`` made from the
+    text they are searched by, by id: id, text, text_hash."""
+    where, params = in_list("b.id", "b", block_ids)
+    return store.fetch_df(
+        f"SELECT b.id, {SEARCH_TEXT} AS text, md5({SEARCH_TEXT}) AS text_hash "
+        f"FROM blocks b {ORIGINALS_JOIN} LEFT JOIN embeddings e ON e.target_kind = 'block' "
+        "AND e.target_id = b.id AND e.model = :m "
+        f"WHERE {where} AND b.status = 'active' "
+        f"AND (e.target_id IS NULL OR e.text_hash <> md5({SEARCH_TEXT})) ORDER BY b.id",
+        params | {"m": model},
+    )

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
+from memvault.store.backends import in_list
 from memvault.store.store import Store
 
 
@@ -83,3 +85,11 @@ def last_succeeded(store: Store, kind: str) -> tuple[str, dt.datetime | None] | 
         {"k": kind},
     )
     return (rows[0][0], rows[0][1]) if rows else None
+
+
+def runs_held(store: Store, run_ids: Sequence[str]) -> set[str]:
+    """Those of ``run_ids`` the store has a run row of."""
+    if not run_ids:
+        return set()
+    where, params = in_list("id", "r", run_ids)
+    return {str(r[0]) for r in store.fetch(f"SELECT id FROM runs WHERE {where}", params)}
