@@ -22,6 +22,7 @@ from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, normalize_text, to_utc_naive, utcnow
 from memvault.records import stable_id
 from memvault.store import Mutation, Store
+from memvault.store.queries.layers import existing_skills, skill_standing, skill_uses_of
 from memvault.store.tracked import own_or_callers_run
 
 HALF_LIFE_DAYS = 90.0
@@ -102,13 +103,11 @@ def recompute_skills(
     if not skill_ids:
         return 0
     half_life = half_life or half_life_days()
-    uses = store.fetch_df("SELECT * FROM skill_uses WHERE skill_id = ANY(:ids)", {"ids": skill_ids})
+    uses = skill_uses_of(store, skill_ids)
     fresh = compute_skills(uses, now, half_life)
     if fresh.is_empty():
         return 0
-    existing = {
-        r[0] for r in store.fetch("SELECT id FROM skills WHERE id = ANY(:ids)", {"ids": skill_ids})
-    }
+    existing = existing_skills(store, skill_ids)
     is_old = pl.col("id").is_in(list(existing))
     written = len(mutation.insert("skills", fresh.filter(~is_old), action="derive"))
     written += mutation.update_many("skills", fresh.filter(is_old), action="derive")
@@ -160,8 +159,8 @@ class SkillDecayReport:
 
 
 def _level_of(store: Store, skill_id: str) -> str | None:
-    rows = store.fetch("SELECT level FROM skills WHERE id = :id", {"id": skill_id})
-    return str(rows[0][0]) if rows else None
+    found = skill_standing(store, skill_id)
+    return found[0] if found is not None else None
 
 
 def record_use(
@@ -199,7 +198,10 @@ def record_use(
             if not m.insert("skill_uses", pl.DataFrame([row]), reason="a use of the skill"):
                 raise SkillError(f"this use of {name!r} at {now:%Y-%m-%d %H:%M:%S} is recorded")
             recompute_skills(store, m, [sid], now, half_life)
-        level, xp = store.fetch("SELECT level, xp FROM skills WHERE id = :id", {"id": sid})[0]
+        standing = skill_standing(store, sid)
+        if standing is None:  # recompute_skills wrote it in this run
+            raise SkillError(f"the skill {name!r} has no level after its use")
+        level, xp = standing
         run.stats = {"skill": name, "level": level}
     return UseResult(use_id, sid, str(level), before, float(xp), run.id)
 

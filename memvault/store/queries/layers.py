@@ -24,3 +24,22 @@ def attitudes_as_shown(store: Store, ids: Sequence[str]) -> pl.DataFrame:
         "WHERE id = ANY(CAST(:ids AS TEXT[]))",
         {"ids": list(ids)},
     )
+
+
+def skill_uses_of(store: Store, skill_ids: Sequence[str]) -> pl.DataFrame:
+    """Every recorded use (all columns) of the skills of ``skill_ids``."""
+    return store.fetch_df(
+        "SELECT * FROM skill_uses WHERE skill_id = ANY(:ids)", {"ids": list(skill_ids)}
+    )
+
+
+def existing_skills(store: Store, skill_ids: Sequence[str]) -> set[str]:
+    """The ids among ``skill_ids`` that have a ``skills`` row."""
+    rows = store.fetch("SELECT id FROM skills WHERE id = ANY(:ids)", {"ids": list(skill_ids)})
+    return {r[0] for r in rows}
+
+
+def skill_standing(store: Store, skill_id: str) -> tuple[str, float] | None:
+    """(level, xp) of the skill; None when it has no ``skills`` row."""
+    rows = store.fetch("SELECT level, xp FROM skills WHERE id = :id", {"id": skill_id})
+    return (str(rows[0][0]), float(rows[0][1])) if rows else None
