@@ -31,7 +31,15 @@ from memvault.normalize import utcnow
 from memvault.review.impact import impact_score, target_inputs
 from memvault.store import Store
 from memvault.store.audit import encode_image
-from memvault.store.queries.audit import audit_count, audited_targets
+from memvault.store.queries.audit import audit_count, audited_targets, last_run_that_did
+from memvault.store.queries.review import items_of_kind_prefix
+from memvault.store.queries.runs import (
+    close_run,
+    finished_runs,
+    run_of_dagster_run,
+    save_run_state,
+    tag_dagster_run,
+)
 from memvault.store.tracked import RunRow, begun_run, tracked_run
 
 RUN_KIND = "garden"
@@ -99,49 +107,29 @@ class Ledger:
         return begun_run(self.store, RUN_KIND, params, run_id=run_id)
 
     def run_for_dagster(self, dagster_run_id: str) -> str | None:
-        rows = self.store.fetch(
-            "SELECT id FROM runs WHERE kind = :k AND dagster_run_id = :d ORDER BY started_at DESC LIMIT 1",
-            {"k": RUN_KIND, "d": dagster_run_id},
-        )
-        return rows[0][0] if rows else None
+        return run_of_dagster_run(self.store, RUN_KIND, dagster_run_id)
 
     def tag_dagster(self, run_id: str, dagster_run_id: str) -> None:
-        self.store.backend.execute(
-            "UPDATE runs SET dagster_run_id = :d WHERE id = :id",
-            {"d": dagster_run_id, "id": run_id},
-        )
+        tag_dagster_run(self.store, run_id, dagster_run_id)
 
     def save_state(self, run_id: str, state: Mapping[str, Any], carry: Mapping[str, Any]) -> None:
         """The run's full state (``stats``) and what the next run starts from (``cursor``)."""
         self.store.heartbeat(run_id)
-        self.store.backend.execute(
-            "UPDATE runs SET stats = :s, cursor = :c WHERE id = :id",
-            {
-                "id": run_id,
-                "s": json.dumps(state, default=str, sort_keys=True),
-                "c": json.dumps(carry, default=str, sort_keys=True),
-            },
-        )
+        save_run_state(self.store, run_id, state, carry)
 
     def load_state(self, run_id: str) -> dict[str, Any]:
         run = self.store.run(run_id)
         return dict(run["stats"]) if run else {}
 
     def finish(self, run_id: str, status: str, error: str | None = None) -> None:
-        self.store.backend.execute(
-            "UPDATE runs SET status = :s, finished_at = :t, error = :e WHERE id = :id",
-            {"id": run_id, "s": status, "t": utcnow(), "e": error},
-        )
+        close_run(self.store, run_id, status, error, utcnow())
 
     def previous(self, store_name: str, before_run: str | None = None) -> dict[str, Any] | None:
         """What the last finished garden run left for ``store_name`` (its cursor entry), with
         ``run_id`` and ``started_at``; None when the store was never gardened."""
-        rows = self.store.fetch(
-            "SELECT id, started_at, cursor FROM runs WHERE kind = :k AND status IN "
-            "('succeeded', 'failed') AND id <> :me ORDER BY started_at DESC, id DESC LIMIT 200",
-            {"k": RUN_KIND, "me": before_run or ""},
-        )
-        for run_id, started_at, cursor in rows:
+        for run_id, started_at, cursor in finished_runs(
+            self.store, RUN_KIND, before_run or "", 200
+        ):
             entry = json.loads(cursor or "{}").get("stores", {}).get(store_name)
             if entry is not None:
                 return dict(entry) | {"run_id": run_id, "started_at": started_at}
@@ -191,19 +179,9 @@ class Ledger:
         since: dt.datetime | None = None,
     ) -> str | None:
         """The earlier garden run that already did one of ``actions`` to this target (GD-S3)."""
-        sql = (
-            "SELECT a.run_id FROM audit_log a JOIN runs r ON r.id = a.run_id "
-            "WHERE a.target_table = :t AND a.target_id = :id AND a.run_id <> :me AND r.kind = :k "
-            "AND r.status <> 'undone' AND a.action IN (SELECT unnest(CAST(:acts AS TEXT[])))"
+        return last_run_that_did(
+            self.store, RUN_KIND, target_table, target_id, actions, run_id, since
         )
-        params: dict[str, Any] = {
-            "t": target_table, "id": target_id, "me": run_id, "k": RUN_KIND, "acts": list(actions)
-        }  # fmt: skip
-        if since is not None:
-            sql += " AND a.created_at >= :since"
-            params["since"] = since
-        rows = self.store.fetch(sql + " ORDER BY a.id DESC LIMIT 1", params)
-        return rows[0][0] if rows else None
 
     # -- proposals ------------------------------------------------------------------------
 
@@ -260,11 +238,7 @@ class Ledger:
         statuses: Sequence[str] = ("pending",),
         action: str | None = None,
     ) -> list[Proposal]:
-        frame = self.store.fetch_df(
-            "SELECT * FROM review_queue WHERE kind LIKE 'garden:%' "
-            "AND status IN (SELECT unnest(CAST(:st AS TEXT[]))) ORDER BY created_at, id",
-            {"st": list(statuses)},
-        )
+        frame = items_of_kind_prefix(self.store, PROPOSAL_PREFIX, statuses)
         found = [Proposal.from_row(r) for r in frame.iter_rows(named=True)]
         return [
             p

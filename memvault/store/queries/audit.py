@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 from memvault.store.store import Store
 
@@ -87,3 +88,29 @@ def inserted_ids(store: Store, table: str, since: dt.datetime | None) -> set[str
         params,
     )
     return {str(r[0]) for r in rows}
+
+
+def last_run_that_did(
+    store: Store,
+    kind: str,
+    target_table: str,
+    target_id: str,
+    actions: Sequence[str],
+    other_than: str,
+    since: dt.datetime | None = None,
+) -> str | None:
+    """The newest run of ``kind`` other than ``other_than``, not undone, whose audit rows
+    did one of ``actions`` to this target (at or after ``since``, if given); None if none."""
+    sql = (
+        "SELECT a.run_id FROM audit_log a JOIN runs r ON r.id = a.run_id "
+        "WHERE a.target_table = :t AND a.target_id = :id AND a.run_id <> :me AND r.kind = :k "
+        "AND r.status <> 'undone' AND a.action IN (SELECT unnest(CAST(:acts AS TEXT[])))"
+    )
+    params: dict[str, Any] = {
+        "t": target_table, "id": target_id, "me": other_than, "k": kind, "acts": list(actions)
+    }  # fmt: skip
+    if since is not None:
+        sql += " AND a.created_at >= :since"
+        params["since"] = since
+    rows = store.fetch(sql + " ORDER BY a.id DESC LIMIT 1", params)
+    return rows[0][0] if rows else None

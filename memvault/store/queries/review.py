@@ -76,3 +76,13 @@ def subject_of_row(store: Store, table: str, row_id: str) -> str | None:
 def pending_review_count(store: Store) -> int:
     """How many items wait for a person."""
     return int(store.fetch("SELECT count(*) FROM review_queue WHERE status = 'pending'")[0][0])
+
+
+def items_of_kind_prefix(store: Store, prefix: str, statuses: Sequence[str]) -> pl.DataFrame:
+    """Every column of the items whose kind starts with ``prefix`` and whose status is one of
+    ``statuses``, oldest first (ties by id)."""
+    return store.fetch_df(
+        "SELECT * FROM review_queue WHERE kind LIKE :prefix "
+        "AND status IN (SELECT unnest(CAST(:st AS TEXT[]))) ORDER BY created_at, id",
+        {"prefix": prefix + "%", "st": list(statuses)},
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -93,3 +93,60 @@ def runs_held(store: Store, run_ids: Sequence[str]) -> set[str]:
         return set()
     where, params = in_list("id", "r", run_ids)
     return {str(r[0]) for r in store.fetch(f"SELECT id FROM runs WHERE {where}", params)}
+
+
+# -- a run driven from outside (the gardener's ledger: memvault.gardener.ledger) -------------
+
+
+def run_of_dagster_run(store: Store, kind: str, dagster_run_id: str) -> str | None:
+    """The newest run of ``kind`` tagged with Dagster's run ``dagster_run_id``; None if none."""
+    rows = store.fetch(
+        "SELECT id FROM runs WHERE kind = :k AND dagster_run_id = :d "
+        "ORDER BY started_at DESC LIMIT 1",
+        {"k": kind, "d": dagster_run_id},
+    )
+    return rows[0][0] if rows else None
+
+
+def tag_dagster_run(store: Store, run_id: str, dagster_run_id: str) -> None:
+    """Note on the run which Dagster run carries it."""
+    store.backend.execute(
+        "UPDATE runs SET dagster_run_id = :d WHERE id = :id", {"d": dagster_run_id, "id": run_id}
+    )
+
+
+def save_run_state(
+    store: Store, run_id: str, stats: Mapping[str, Any], cursor: Mapping[str, Any]
+) -> None:
+    """Replace the run's ``stats`` (its full state) and ``cursor`` (what the next run starts
+    from)."""
+    store.backend.execute(
+        "UPDATE runs SET stats = :s, cursor = :c WHERE id = :id",
+        {
+            "id": run_id,
+            "s": json.dumps(stats, default=str, sort_keys=True),
+            "c": json.dumps(cursor, default=str, sort_keys=True),
+        },
+    )
+
+
+def close_run(store: Store, run_id: str, status: str, error: str | None, at: dt.datetime) -> None:
+    """Mark the run ``status`` (with ``error``) at ``at``, its stats left as saved."""
+    store.backend.execute(
+        "UPDATE runs SET status = :s, finished_at = :t, error = :e WHERE id = :id",
+        {"id": run_id, "s": status, "t": at, "e": error},
+    )
+
+
+def finished_runs(
+    store: Store, kind: str, other_than: str, limit: int
+) -> list[tuple[str, dt.datetime, Any]]:
+    """(id, started_at, cursor as stored) of the ``limit`` newest succeeded or failed runs of
+    ``kind`` other than ``other_than``, newest first."""
+    rows = store.fetch(
+        "SELECT id, started_at, cursor FROM runs WHERE kind = :k AND status IN "
+        "('succeeded', 'failed') AND id <> :me ORDER BY started_at DESC, id DESC "
+        f"LIMIT {int(limit)}",
+        {"k": kind, "me": other_than},
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
