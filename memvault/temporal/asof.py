@@ -26,6 +26,8 @@ from pydantic import BaseModel, Field
 from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, to_utc_naive, utcnow
 from memvault.store import Store
+from memvault.store.queries.entities import entities_named, entities_with_aliases_like, entity_name
+from memvault.store.queries.triples import subject_statements
 from memvault.temporal.conflict.model import ROW_SCHEMA, typed
 from memvault.temporal.grounding import Grounding
 from memvault.temporal.timeline import (
@@ -98,20 +100,13 @@ def _as_time(value: dt.datetime | dt.date | str | None) -> dt.datetime | None:
 
 def resolve_subject(store: Store, subject: str) -> tuple[str, str]:
     """The (id, name) of the entity ``subject`` names: an id, a canonical name or an alias."""
-    rows = store.fetch("SELECT id, name FROM entities WHERE id = :s", {"s": subject})
-    if rows:
-        return rows[0][0], rows[0][1]
+    name = entity_name(store, subject)
+    if name is not None:
+        return subject, name
     key = canonical_name(subject)
-    found = store.fetch(
-        "SELECT id, name, entity_type FROM entities WHERE canonical_name = :k ORDER BY id",
-        {"k": key},
-    )
+    found = entities_named(store, key)
     if not found:
-        candidates = store.fetch(
-            "SELECT id, name, entity_type, aliases FROM entities WHERE aliases <> '[]' "
-            "AND lower(aliases) LIKE :pattern ORDER BY id",
-            {"pattern": f"%{key}%"},
-        )
+        candidates = entities_with_aliases_like(store, key)
         found = [
             (i, n, k)
             for i, n, k, aliases in candidates
@@ -124,9 +119,6 @@ def resolve_subject(store: Store, subject: str) -> tuple[str, str]:
     if len(found) > 1:
         raise AmbiguousSubjectError(subject, [(r[0], r[1], r[2]) for r in found])
     return found[0][0], found[0][1]
-
-
-_ROWS_SQL = "SELECT {cols}, note FROM triples WHERE subject_id = :s{predicate}"
 
 
 def asof(
@@ -148,11 +140,10 @@ def asof(
     when = _as_time(at) or utcnow()
     known = _as_time(known_at)
     subject_id, subject_name = resolve_subject(store, subject)
-    sql = _ROWS_SQL.format(
-        cols=", ".join(ROW_SCHEMA), predicate=" AND predicate = :p" if predicate else ""
+    rows = typed(
+        subject_statements(store, subject_id, list(ROW_SCHEMA), predicate),
+        {**ROW_SCHEMA, "note": pl.Utf8()},
     )
-    params = {"s": subject_id, "p": predicate} if predicate else {"s": subject_id}
-    rows = typed(store.fetch_df(sql, params), {**ROW_SCHEMA, "note": pl.Utf8()})
     if rows.is_empty():
         return []
     rows = rows.with_columns(object_key())

@@ -115,3 +115,29 @@ def most_mentioned_between(
         {"a": after, "b": until},
     )
     return [(str(e), int(n)) for e, n in rows]
+
+
+def entity_name(store: Store, entity_id: str) -> str | None:
+    """The name of the entity ``entity_id`` (any status); None when there is none."""
+    rows = store.fetch("SELECT id, name FROM entities WHERE id = :s", {"s": entity_id})
+    return rows[0][1] if rows else None
+
+
+def entities_named(store: Store, canonical: str) -> list[tuple[str, str, str]]:
+    """(id, name, entity_type) of the entities whose canonical name is ``canonical``, by id."""
+    rows = store.fetch(
+        "SELECT id, name, entity_type FROM entities WHERE canonical_name = :k ORDER BY id",
+        {"k": canonical},
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def entities_with_aliases_like(store: Store, text: str) -> list[tuple[str, str, str, str]]:
+    """(id, name, entity_type, aliases JSON) of the entities whose aliases (lower-cased)
+    contain ``text``, by id: candidates a caller checks alias by alias."""
+    rows = store.fetch(
+        "SELECT id, name, entity_type, aliases FROM entities WHERE aliases <> '[]' "
+        "AND lower(aliases) LIKE :pattern ORDER BY id",
+        {"pattern": f"%{text}%"},
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]

@@ -302,3 +302,15 @@ def fact_counts(store: Store) -> dict[str, int]:
     """Facts: ``current`` and ``all``."""
     row = store.fetch(f"SELECT count(*) FILTER (WHERE {IS_CURRENT}), count(*) FROM triples t")[0]
     return {"current": int(row[0]), "all": int(row[1])}
+
+
+def subject_statements(
+    store: Store, subject_id: str, columns: Sequence[str], predicate: str | None = None
+) -> pl.DataFrame:
+    """Every statement (any status) with ``subject_id`` as subject (of ``predicate`` only, if
+    given): ``columns`` and note."""
+    only = " AND predicate = :p" if predicate else ""
+    params = {"s": subject_id, "p": predicate} if predicate else {"s": subject_id}
+    return store.fetch_df(
+        f"SELECT {', '.join(columns)}, note FROM triples WHERE subject_id = :s{only}", params
+    )
