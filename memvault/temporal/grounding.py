@@ -20,6 +20,7 @@ import yaml
 
 from memvault.errors import MemvaultError
 from memvault.store import Store
+from memvault.store.queries.triples import believed_triples_with_types
 
 Cardinality = Literal["functional", "multi"]
 Volatility = Literal["volatile", "stable"]
@@ -218,15 +219,6 @@ def _load(path: Path) -> Grounding:
 
 _VIOLATION_SCHEMA = {"triple_id": pl.Utf8, "predicate": pl.Utf8, "problem": pl.Utf8}
 
-_TRIPLES_WITH_TYPES = """
-SELECT t.id AS triple_id, t.predicate, t.object, t.object_id,
-       s.entity_type AS subject_type, t.subject_id, o.entity_type AS object_type
-FROM triples t
-LEFT JOIN entities s ON s.id = t.subject_id
-LEFT JOIN entities o ON o.id = t.object_id
-WHERE t.status NOT IN ('merged', 'held', 'invalidated')
-"""
-
 
 def _joined(names: pl.Expr) -> pl.Expr:
     return names.list.join(", ")
@@ -247,12 +239,9 @@ def grounding_violations(
     """
     grounding = grounding or Grounding.load()
     if triple_ids is None:
-        triples = store.fetch_df(_TRIPLES_WITH_TYPES)
+        triples = believed_triples_with_types(store)
     elif triple_ids:
-        triples = store.fetch_df(
-            _TRIPLES_WITH_TYPES + " AND t.id = ANY(CAST(:ids AS TEXT[]))",
-            {"ids": sorted(set(triple_ids))},
-        )
+        triples = believed_triples_with_types(store, sorted(set(triple_ids)))
     else:
         triples = pl.DataFrame()
     if triples.is_empty():

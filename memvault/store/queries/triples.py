@@ -314,3 +314,24 @@ def subject_statements(
     return store.fetch_df(
         f"SELECT {', '.join(columns)}, note FROM triples WHERE subject_id = :s{only}", params
     )
+
+
+_WITH_TYPES_SQL = """
+SELECT t.id AS triple_id, t.predicate, t.object, t.object_id,
+       s.entity_type AS subject_type, t.subject_id, o.entity_type AS object_type
+FROM triples t
+LEFT JOIN entities s ON s.id = t.subject_id
+LEFT JOIN entities o ON o.id = t.object_id
+WHERE t.status NOT IN ('merged', 'held', 'invalidated')
+"""
+
+
+def believed_triples_with_types(store: Store, ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """The triples the store believes (not merged away, held or invalidated), of ``ids`` only
+    if given, with their ends' entity types: triple_id, predicate, object, object_id,
+    subject_type, subject_id, object_type."""
+    if ids is None:
+        return store.fetch_df(_WITH_TYPES_SQL)
+    return store.fetch_df(
+        _WITH_TYPES_SQL + " AND t.id = ANY(CAST(:ids AS TEXT[]))", {"ids": list(ids)}
+    )
