@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from memvault.errors import MemvaultError
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.review import decisions_by_decider, items_in, overdue_items
 
 Verdict = Literal["correct", "wrong"]
 
@@ -73,11 +74,7 @@ def list_items(
     store: Store, statuses: Sequence[str] = OPEN, kinds: Sequence[str] | None = None
 ) -> list[ReviewItem]:
     """Items in these statuses (default: waiting for a human), oldest first."""
-    frame = store.fetch_df(
-        "SELECT * FROM review_queue WHERE status IN (SELECT unnest(CAST(:st AS TEXT[]))) "
-        "ORDER BY created_at, id",
-        {"st": list(statuses)},
-    )
+    frame = items_in(store, statuses)
     items = [ReviewItem.from_row(r) for r in frame.iter_rows(named=True)]
     if kinds:
         items = [i for i in items if i.kind in kinds or i.prefix in kinds]
@@ -128,12 +125,7 @@ def expire_overdue(store: Store, run_id: str, now: dt.datetime | None = None) ->
     """Items past their deadline are not committed: they expire, visibly, and keep waiting
     for a human (a pending SUPERSEDE stays pending); returns the ids expired."""
     now = now or utcnow()
-    overdue = store.fetch(
-        "SELECT id FROM review_queue WHERE status = 'pending' AND deadline IS NOT NULL "
-        "AND deadline < :now ORDER BY id",
-        {"now": now},
-    )
-    ids = [r[0] for r in overdue]
+    ids = overdue_items(store, now)
     if ids:
         with store.mutation(run_id, "review-deadline") as m:
             m.update_many(
@@ -186,8 +178,4 @@ class QueueSummary:
 
 
 def summarize_queue(store: Store) -> QueueSummary:
-    decided = store.fetch(
-        "SELECT decided_by, count(*) FROM review_queue "
-        "WHERE decided_by IS NOT NULL GROUP BY decided_by ORDER BY decided_by"
-    )
-    return QueueSummary(list_items(store), {str(who): int(n) for who, n in decided})
+    return QueueSummary(list_items(store), decisions_by_decider(store))

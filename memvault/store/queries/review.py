@@ -3,6 +3,7 @@ impact weighing read of the facts, entities and memories a proposal is about."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 import polars as pl
@@ -86,3 +87,32 @@ def items_of_kind_prefix(store: Store, prefix: str, statuses: Sequence[str]) -> 
         "AND status IN (SELECT unnest(CAST(:st AS TEXT[]))) ORDER BY created_at, id",
         {"prefix": prefix + "%", "st": list(statuses)},
     )
+
+
+def items_in(store: Store, statuses: Sequence[str]) -> pl.DataFrame:
+    """Every column of the items whose status is one of ``statuses``, oldest first (ties by
+    id)."""
+    return store.fetch_df(
+        "SELECT * FROM review_queue WHERE status IN (SELECT unnest(CAST(:st AS TEXT[]))) "
+        "ORDER BY created_at, id",
+        {"st": list(statuses)},
+    )
+
+
+def overdue_items(store: Store, now: dt.datetime) -> list[str]:
+    """Ids of the pending items whose deadline passed before ``now``, by id."""
+    rows = store.fetch(
+        "SELECT id FROM review_queue WHERE status = 'pending' AND deadline IS NOT NULL "
+        "AND deadline < :now ORDER BY id",
+        {"now": now},
+    )
+    return [r[0] for r in rows]
+
+
+def decisions_by_decider(store: Store) -> dict[str, int]:
+    """How many items each decider decided, by decider."""
+    rows = store.fetch(
+        "SELECT decided_by, count(*) FROM review_queue "
+        "WHERE decided_by IS NOT NULL GROUP BY decided_by ORDER BY decided_by"
+    )
+    return {str(who): int(n) for who, n in rows}
