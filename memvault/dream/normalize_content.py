@@ -39,7 +39,8 @@ import polars as pl
 
 from memvault.normalize import MAX_TEXT_CHARS, split_text, utcnow
 from memvault.store import Store
-from memvault.store.queries.blocks import existing_blocks
+from memvault.store.queries.blocks import active_blocks_to_tidy, existing_blocks
+from memvault.store.queries.triples import current_objects
 
 PHASE = "dream_consolidate"
 ENCODING_KINDS: tuple[str, ...] = ("mojibake", "surrogates", "control_characters", "unicode_form")
@@ -138,12 +139,6 @@ def fix_text(
 #: Rows that may need a repair (the rest are plain, tidy ASCII); read with polars, not Python.
 _SUSPECT = r"[^\x20-\x7E\n]| {2}|[ \t]\n|\n{3}|^\s|\s$"
 
-_BLOCKS_SQL = (
-    "SELECT id, session_id, kind, role, text, importance, pinned, tier, status, tags, "
-    "created_at FROM blocks WHERE status = 'active'"
-)
-_FACTS_SQL = "SELECT id, object FROM triples WHERE status = 'active' AND expired_at IS NULL"
-
 
 @dataclass
 class ContentReport:
@@ -196,7 +191,7 @@ def normalize_content(
     now = now or utcnow()
     report = ContentReport(run_id=run_id, dry_run=dry_run)
     kinds_seen: Counter[str] = Counter()
-    blocks = store.fetch_df(_BLOCKS_SQL)
+    blocks = active_blocks_to_tidy(store)
     report.blocks_scanned = blocks.height
     suspects = (
         blocks.filter(
@@ -237,7 +232,7 @@ def normalize_content(
             report.examples.append(f"block {row['id']}: {', '.join(sorted(kinds))}")
     report.parts_created = len(parts)
 
-    facts = store.fetch_df(_FACTS_SQL)
+    facts = current_objects(store)
     fact_updates: dict[frozenset[str], list[dict[str, Any]]] = {}
     if facts.height:
         for row in facts.filter(pl.col("object").str.contains(_SUSPECT)).iter_rows(named=True):

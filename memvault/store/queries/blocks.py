@@ -153,3 +153,12 @@ def block_and_parts(store: Store, block_id: str) -> list[str]:
         "SELECT id FROM blocks WHERE id = :id OR parent_id = :id ORDER BY id", {"id": block_id}
     )
     return [str(r[0]) for r in rows]
+
+
+def active_blocks_to_tidy(store: Store) -> pl.DataFrame:
+    """The active blocks with what content normalisation reads and writes of them: id,
+    session_id, kind, role, text, importance, pinned, tier, status, tags, created_at."""
+    return store.fetch_df(
+        "SELECT id, session_id, kind, role, text, importance, pinned, tier, status, tags, "
+        "created_at FROM blocks WHERE status = 'active'"
+    )

@@ -335,3 +335,10 @@ def believed_triples_with_types(store: Store, ids: Sequence[str] | None = None) 
     return store.fetch_df(
         _WITH_TYPES_SQL + " AND t.id = ANY(CAST(:ids AS TEXT[]))", {"ids": list(ids)}
     )
+
+
+def current_objects(store: Store) -> pl.DataFrame:
+    """id, object of the active facts the store has not retired (``expired_at`` unset)."""
+    return store.fetch_df(
+        "SELECT id, object FROM triples WHERE status = 'active' AND expired_at IS NULL"
+    )
