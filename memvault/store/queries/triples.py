@@ -342,3 +342,16 @@ def current_objects(store: Store) -> pl.DataFrame:
     return store.fetch_df(
         "SELECT id, object FROM triples WHERE status = 'active' AND expired_at IS NULL"
     )
+
+
+def triples_with_object_names(
+    store: Store, ids: Sequence[str], columns: Sequence[str]
+) -> pl.DataFrame:
+    """``columns`` of the triples of ``ids`` with their object entity's name and aliases
+    (object_name, object_aliases; null for a literal)."""
+    cols = ", ".join(f"t.{c}" for c in columns)
+    return store.fetch_df(
+        f"SELECT {cols}, o.name AS object_name, o.aliases AS object_aliases FROM triples t "
+        "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
+        {"ids": list(ids)},
+    )

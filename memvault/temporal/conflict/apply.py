@@ -19,6 +19,7 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
+from memvault.store.queries.triples import triples_with_object_names
 from memvault.temporal.conflict.judge import ConflictStatement, entity_names, merge_refusal
 from memvault.temporal.conflict.model import (
     ConflictAction,
@@ -151,15 +152,7 @@ def _read(store: Store, ids: set[str]) -> dict[str, dict[str, Any]]:
     check compares those too)."""
     if not ids:
         return {}
-    cols = ", ".join(f"t.{c}" for c in _READ)
-    frame = typed(
-        store.fetch_df(
-            f"SELECT {cols}, o.name AS object_name, o.aliases AS object_aliases FROM triples t "
-            "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
-            {"ids": sorted(ids)},
-        ),
-        {**_READ, **_NAMES},
-    )
+    frame = typed(triples_with_object_names(store, sorted(ids), list(_READ)), {**_READ, **_NAMES})
     return {r["id"]: r for r in frame.iter_rows(named=True)}
 
 
