@@ -23,17 +23,10 @@ import polars as pl
 
 from memvault.recall.text import STOPWORDS, words
 from memvault.store import Store
+from memvault.store.queries.entities import active_entities_with_mentions
 
 #: Longest entity name, in words, that is looked for.
 MAX_NAME_WORDS = 8
-
-ENTITIES_SQL = """
-SELECT e.id, e.name, e.entity_type, e.aliases, COALESCE(m.n, 0) AS mentions
-FROM entities e
-LEFT JOIN (SELECT entity_id, count(*) AS n FROM mentions GROUP BY entity_id) m
-  ON m.entity_id = e.id
-WHERE e.status = 'active'
-"""
 
 
 @dataclass
@@ -90,7 +83,7 @@ class EntityMatcher:
 
     @classmethod
     def load(cls, store: Store) -> EntityMatcher:
-        return cls(store.fetch_df(ENTITIES_SQL))
+        return cls(active_entities_with_mentions(store))
 
     def resolve(self, name: str) -> NamedEntity | None:
         """The entity a name alone means, as a question naming it would: a name or alias in

@@ -141,3 +141,14 @@ def entities_with_aliases_like(store: Store, text: str) -> list[tuple[str, str, 
         {"pattern": f"%{text}%"},
     )
     return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def active_entities_with_mentions(store: Store) -> pl.DataFrame:
+    """The active entities with how often they are mentioned: id, name, entity_type,
+    aliases, mentions."""
+    return store.fetch_df(
+        "SELECT e.id, e.name, e.entity_type, e.aliases, COALESCE(m.n, 0) AS mentions "
+        "FROM entities e "
+        "LEFT JOIN (SELECT entity_id, count(*) AS n FROM mentions GROUP BY entity_id) m "
+        "ON m.entity_id = e.id WHERE e.status = 'active'"
+    )
