@@ -32,9 +32,13 @@ from typing import Any
 import ahocorasick
 
 from memvault.store import Store
-from memvault.store.backends import in_list
 from memvault.store.queries.audit import last_audit_id
-from memvault.store.queries.triples import triples_by_id
+from memvault.store.queries.triples import (
+    facts_from_blocks,
+    facts_of_subjects,
+    facts_with_source_block,
+    triples_by_id,
+)
 
 #: A stale block's score is multiplied by this (it still shows, below what holds now).
 STALE_FACTOR = 0.5
@@ -164,10 +168,8 @@ class Currency:
         """The named entities' facts of the intent's predicates, and what ``block_ids`` state."""
         cur = cls(INTENT_PREDICATES.get(intent or "", ()), list(entity_ids))
         if cur.asked and cur.entity_ids:
-            cur.entity_facts = store.fetch_df(
-                f"SELECT {FACT_COLUMNS} FROM triples WHERE subject_id = ANY(:ents) "
-                "AND predicate = ANY(:preds) ORDER BY id",
-                {"ents": cur.entity_ids, "preds": list(cur.asked)},
+            cur.entity_facts = facts_of_subjects(
+                store, cur.entity_ids, list(cur.asked), FACT_COLUMNS
             ).to_dicts()
             _follow_merges(store, cur.entity_facts)
         cur.add_blocks(store, list(block_ids))
@@ -182,14 +184,7 @@ class Currency:
         if self.reader is not None:
             rows = self.reader.of(new, self.asked)
         else:
-            among, params = in_list("source_block", "block", new)
-            where = ""
-            if self.asked:
-                where = "AND predicate = ANY(:preds)"
-                params["preds"] = list(self.asked)
-            rows = store.fetch_df(
-                f"SELECT {FACT_COLUMNS} FROM triples WHERE {among} {where} ORDER BY id", params
-            ).to_dicts()
+            rows = facts_from_blocks(store, new, FACT_COLUMNS, self.asked).to_dicts()
         _follow_merges(store, rows)
         for row in rows:
             self.stated.setdefault(str(row["source_block"]), []).append(row)
@@ -343,9 +338,7 @@ class StatedFacts:
     read once, in id order, and looked up by block."""
 
     def __init__(self, store: Store) -> None:
-        self.frame = store.fetch_df(
-            f"SELECT {FACT_COLUMNS} FROM triples WHERE source_block IS NOT NULL ORDER BY id"
-        )
+        self.frame = facts_with_source_block(store, FACT_COLUMNS)
         self.rows: dict[str, list[int]] = {}
         if self.frame.height:
             for at, block in enumerate(self.frame["source_block"].to_list()):

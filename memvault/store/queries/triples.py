@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import polars as pl
 
+from memvault.store.backends import in_list
 from memvault.store.store import Store
 
 
@@ -354,4 +355,41 @@ def triples_with_object_names(
         f"SELECT {cols}, o.name AS object_name, o.aliases AS object_aliases FROM triples t "
         "LEFT JOIN entities o ON o.id = t.object_id WHERE t.id = ANY(:ids)",
         {"ids": list(ids)},
+    )
+
+
+# -- what recall reads of the facts (memvault.recall.currency, memvault.recall.recaller) ------
+
+
+def facts_of_subjects(
+    store: Store, subject_ids: Sequence[str], predicates: Sequence[str], columns: str
+) -> pl.DataFrame:
+    """``columns`` (one SQL column list) of the facts (any status) with one of
+    ``subject_ids`` as subject and one of ``predicates``, by id."""
+    return store.fetch_df(
+        f"SELECT {columns} FROM triples WHERE subject_id = ANY(:ents) "
+        "AND predicate = ANY(:preds) ORDER BY id",
+        {"ents": list(subject_ids), "preds": list(predicates)},
+    )
+
+
+def facts_from_blocks(
+    store: Store, block_ids: Sequence[str], columns: str, predicates: Collection[str] = ()
+) -> pl.DataFrame:
+    """``columns`` of the facts (any status) read from one of ``block_ids`` (of
+    ``predicates`` only, if any), by id."""
+    among, params = in_list("source_block", "block", block_ids)
+    where = ""
+    if predicates:
+        where = "AND predicate = ANY(:preds)"
+        params["preds"] = list(predicates)
+    return store.fetch_df(
+        f"SELECT {columns} FROM triples WHERE {among} {where} ORDER BY id", params
+    )
+
+
+def facts_with_source_block(store: Store, columns: str) -> pl.DataFrame:
+    """``columns`` of every fact read from a block (any status), by id."""
+    return store.fetch_df(
+        f"SELECT {columns} FROM triples WHERE source_block IS NOT NULL ORDER BY id"
     )
