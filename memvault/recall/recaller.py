@@ -41,6 +41,8 @@ from memvault.recall.slots import Slot, fact_value, slot_of
 from memvault.recall.slots import apply as apply_slot
 from memvault.recall.text import words
 from memvault.store import Store
+from memvault.store.queries.recall import served_prefetch_entry
+from memvault.store.queries.triples import current_facts_of, facts_of_subjects
 
 #: Candidates taken from the index per result asked, re-ranked with current feedback.
 CANDIDATES_PER_RESULT = 4
@@ -62,26 +64,6 @@ SLOT_CANDIDATES = 50
 #: Candidates re-ranked at least, whatever the limit: a recall asking for 5 and the prefetch
 #: keeping 10 re-rank the same candidates, so a prefetched ranking is the one a search gives.
 MIN_CANDIDATES = 40
-
-FACTS_SQL = """
-SELECT subject_id, predicate, object, valid_at FROM triples
-WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
-ORDER BY CASE {rank} ELSE 99 END, valid_at DESC NULLS LAST, id LIMIT :n
-"""
-
-
-def facts_sql(intent: str | None) -> str:
-    """FACTS_SQL with the intent's predicates ranked first (constants, never user input)."""
-    preds = INTENT_PREDICATES.get(intent or "", ())
-    rank = " ".join(f"WHEN predicate = '{p}' THEN {k}" for k, p in enumerate(preds))
-    return FACTS_SQL.format(rank=rank or "WHEN FALSE THEN 0")
-
-
-PREFETCH_SQL = """
-SELECT id, result_ids, scores, facts FROM prefetch_cache
-WHERE signature = :s AND expires_at > :now AND created_at <= :now
-ORDER BY created_at DESC, id LIMIT 1
-"""
 
 
 def refresh_interval(environ: dict[str, str] | None = None) -> float:
@@ -172,10 +154,8 @@ class Recaller:
             self.facts.check(store)
         key = ("slot", entity_id, slot.name)
         if (rows := self.facts.entries.get(key)) is None:
-            found = store.fetch_df(
-                f"SELECT {SLOT_FACT_COLUMNS} FROM triples WHERE subject_id = :s "
-                "AND predicate = ANY(:p) ORDER BY id",
-                {"s": entity_id, "p": list(slot.all_predicates)},
+            found = facts_of_subjects(
+                store, [entity_id], list(slot.all_predicates), SLOT_FACT_COLUMNS
             ).to_dicts()
             rows = self.facts.entries[key] = [r for r in found if fact_value(slot, r)]
         return list(rows)
@@ -186,7 +166,8 @@ class Recaller:
             self.facts.check(store)
         key = ("facts", tuple(entity_ids), intent)
         if (facts := self.facts.entries.get(key)) is None:
-            frame = store.fetch_df(facts_sql(intent), {"ids": entity_ids, "n": MAX_FACTS})
+            first = INTENT_PREDICATES.get(intent or "", ())
+            frame = current_facts_of(store, entity_ids, first, MAX_FACTS)
             facts = self.facts.entries[key] = [Fact(**r) for r in frame.iter_rows(named=True)]
         return [f.model_copy() for f in facts]
 
@@ -429,14 +410,14 @@ class Recaller:
         # A question that names nothing is answered by its words, which its signature does
         # not hold: a prefetched answer for "-|" would answer every such question alike (and
         # miss what was remembered since it was made).
-        cached = store.fetch(PREFETCH_SQL, {"s": signature, "now": now}) if entity_ids else []
+        cached = served_prefetch_entry(store, signature, now) if entity_ids else None
         served = (
-            self.prefetched(store, index, cached[0], entity_ids, intent, limit) if cached else None
+            self.prefetched(store, index, cached, entity_ids, intent, limit) if cached else None
         )
-        if served is not None:
+        if served is not None and cached is not None:
             result.results = served
             result.served_from_prefetch = True
-            result.prefetch_id = str(cached[0][0])
+            result.prefetch_id = str(cached[0])
             result.search_mode = "prefetched"
         if facts and entity_ids:
             result.facts = self.entity_facts(store, entity_ids, intent)

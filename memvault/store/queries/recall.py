@@ -246,3 +246,15 @@ def blocks_without_current_vector(
         f"AND (e.target_id IS NULL OR e.text_hash <> md5({SEARCH_TEXT})) ORDER BY b.id",
         params | {"m": model},
     )
+
+
+def served_prefetch_entry(store: Store, signature: str, now: dt.datetime) -> tuple[Any, ...] | None:
+    """(id, result_ids, scores, facts) of the newest entry of ``signature`` made by ``now``
+    that has not expired; None without one."""
+    rows = store.fetch(
+        "SELECT id, result_ids, scores, facts FROM prefetch_cache "
+        "WHERE signature = :s AND expires_at > :now AND created_at <= :now "
+        "ORDER BY created_at DESC, id LIMIT 1",
+        {"s": signature, "now": now},
+    )
+    return rows[0] if rows else None

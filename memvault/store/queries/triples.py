@@ -393,3 +393,23 @@ def facts_with_source_block(store: Store, columns: str) -> pl.DataFrame:
     return store.fetch_df(
         f"SELECT {columns} FROM triples WHERE source_block IS NOT NULL ORDER BY id"
     )
+
+
+_CURRENT_FACTS_OF_SQL = """
+SELECT subject_id, predicate, object, valid_at FROM triples
+WHERE subject_id = ANY(:ids) AND expired_at IS NULL AND invalid_at IS NULL AND status = 'active'
+ORDER BY CASE {rank} ELSE 99 END, valid_at DESC NULLS LAST, id LIMIT :n
+"""
+
+
+def current_facts_of(
+    store: Store, subject_ids: Sequence[str], first: Sequence[str], limit: int
+) -> pl.DataFrame:
+    """Up to ``limit`` current facts with one of ``subject_ids`` as subject: subject_id,
+    predicate, object, valid_at; the predicates of ``first`` first, in that order (the
+    project's constants, never user input), then the latest valid, then by id."""
+    rank = " ".join(f"WHEN predicate = '{p}' THEN {k}" for k, p in enumerate(first))
+    return store.fetch_df(
+        _CURRENT_FACTS_OF_SQL.format(rank=rank or "WHEN FALSE THEN 0"),
+        {"ids": list(subject_ids), "n": limit},
+    )
