@@ -32,6 +32,7 @@ from memvault.judge.base import Judge, ask_each
 from memvault.judge.tasks import JudgeTask
 from memvault.lint.findings import Finding, LintReport
 from memvault.store import Store
+from memvault.store.queries.verdicts import judged_pairs
 from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
 from memvault.text_tokens import normalized, normalized_words
@@ -189,13 +190,12 @@ def candidate_pairs(
     if facts.height < 2:
         return pl.DataFrame(), 0
     facts = (
-        facts.with_columns(
-            pl.col("id").is_in(fresh).alias("fresh"),
-            pl.col("object").map_elements(normalized, return_dtype=pl.Utf8).alias("key"),
-        )
+        facts.with_columns(pl.col("id").is_in(fresh).alias("fresh"))
         .sort("subject_id", "predicate", "fresh", "created_at", "id", descending=[False, False, True, True, False])
         .with_columns(pl.int_range(pl.len()).over("subject_id", "predicate").alias("rank"))
         .filter(pl.col("fresh") | (pl.col("rank") < others + pl.col("fresh").sum().over("subject_id", "predicate")))
+        # Normalized wordings of the facts kept only (a hub subject's group may hold thousands).
+        .with_columns(pl.col("object").map_elements(normalized, return_dtype=pl.Utf8).alias("key"))
     )  # fmt: skip
     texts = (
         facts.select(pl.col("predicate").str.replace_all("_", " ") + " " + pl.col("object"))
@@ -205,7 +205,6 @@ def candidate_pairs(
     unique, index = np.unique(np.array(texts, dtype=object), return_inverse=True)
     vectors = normalize_rows(embedder.embed(list(unique)))
     vectors = vectors[index]
-    known = {r[0] for r in store.fetch("SELECT id FROM conflict_verdicts")}
     ids = np.array(facts["id"].to_list(), dtype=object)
     keys = np.array(facts["key"].to_list(), dtype=object)
     is_fresh = facts["fresh"].to_numpy()
@@ -222,8 +221,10 @@ def candidate_pairs(
         wanted &= keys[span][:, None] != keys[span][None, :]  # the same wording is no conflict
         for x, y in zip(*np.nonzero(wanted), strict=True):
             a, b = sorted((ids[lo + x], ids[lo + y]))
-            if f"{a}|{b}" not in known:
-                rows.append({"a": a, "b": b, "similarity": float(sims[x, y])})
+            rows.append({"a": a, "b": b, "similarity": float(sims[x, y])})
+    if rows:  # pairs judged before (a verdict of the dream's or an earlier lint's) are left
+        known = judged_pairs(store, [f"{r['a']}|{r['b']}" for r in rows])
+        rows = [r for r in rows if f"{r['a']}|{r['b']}" not in known]
     if not rows:
         return pl.DataFrame(), 0
     ranked = pl.DataFrame(rows).sort("similarity", "a", "b", descending=[True, False, False])

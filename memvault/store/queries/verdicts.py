@@ -10,3 +10,12 @@ from memvault.store.store import Store
 def all_verdicts(store: Store) -> pl.DataFrame:
     """Every decided pair: id, triple_a, triple_b, verdict, status."""
     return store.fetch_df("SELECT id, triple_a, triple_b, verdict, status FROM conflict_verdicts")
+
+
+def judged_pairs(store: Store, keys: list[str]) -> set[str]:
+    """Of these pair keys (``a|b``, the verdicts' ids), those a verdict was written for."""
+    rows = store.fetch(
+        "SELECT id FROM conflict_verdicts WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
+        {"ids": sorted(set(keys))},
+    )
+    return {str(r[0]) for r in rows}
