@@ -20,20 +20,13 @@ import numpy as np
 import polars as pl
 
 from memvault.recall.speakers import speaker
-from memvault.recall.text import ORIGINALS_JOIN, SEARCH_TEXT
 from memvault.store import Store
+from memvault.store.queries.recall import session_turns
 
 #: The share of the question's score its reply gains.
 REPLY_SHARE = 0.5
 #: What a question keeps of its (positive) score.
 QUESTION_FACTOR = 0.8
-
-#: Each active block of a session, with the text it is searched by (a tiered block's original:
-#: a digest may have lost the question mark).
-ORDER_SQL = f"""
-SELECT b.id, b.session_id, b.created_at, {SEARCH_TEXT} AS text FROM blocks b {ORIGINALS_JOIN}
-WHERE b.status = 'active' AND b.session_id IS NOT NULL
-"""
 
 
 def _replies(blocks: pl.DataFrame) -> list[tuple[str, str]]:
@@ -62,7 +55,7 @@ def questions_answered(store: Store, ids: list[str]) -> np.ndarray:
     out = np.full(len(ids), -1, dtype=np.int64)
     if not ids:
         return out
-    blocks = store.fetch_df(ORDER_SQL)
+    blocks = session_turns(store)
     if not blocks.height:  # (an empty result has no column types on PostgreSQL)
         return out
     row = {b: i for i, b in enumerate(ids)}
@@ -77,9 +70,7 @@ def replies_in_sessions(store: Store, sessions: list[str]) -> dict[str, str | No
     that changed instead of every session."""
     if not sessions:
         return {}
-    blocks = store.fetch_df(
-        ORDER_SQL + " AND b.session_id = ANY(:sessions)", {"sessions": sessions}
-    )
+    blocks = session_turns(store, sessions)
     if not blocks.height:
         return {}
     out: dict[str, str | None] = dict.fromkeys(blocks["id"].to_list())

@@ -258,3 +258,16 @@ def served_prefetch_entry(store: Store, signature: str, now: dt.datetime) -> tup
         {"s": signature, "now": now},
     )
     return rows[0] if rows else None
+
+
+def session_turns(store: Store, sessions: Sequence[str] | None = None) -> pl.DataFrame:
+    """Each active block of a session (of ``sessions`` only, if given) with the text it is
+    searched by (a tiered block's original: a digest may have lost the question mark): id,
+    session_id, created_at, text."""
+    sql = (
+        f"SELECT b.id, b.session_id, b.created_at, {SEARCH_TEXT} AS text FROM blocks b "
+        f"{ORIGINALS_JOIN} WHERE b.status = 'active' AND b.session_id IS NOT NULL"
+    )
+    if sessions is None:
+        return store.fetch_df(sql)
+    return store.fetch_df(sql + " AND b.session_id = ANY(:sessions)", {"sessions": list(sessions)})
