@@ -23,6 +23,7 @@ from memvault.errors import MemvaultError
 from memvault.ids import new_run_id
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.recall import boost_sums, recalled_results
 
 #: Verdict word → (recall_log.verdict, feedback value).
 VERDICTS: dict[str, tuple[str, int]] = {
@@ -66,15 +67,13 @@ def feedback(
     word = verdict.strip().lower()
     if word not in VERDICTS and word not in BOOSTS:
         raise FeedbackError(f"unknown verdict {verdict!r}: use {ACCEPTED}")
-    rows = store.fetch(
-        "SELECT result_ids, session_id FROM recall_log WHERE id = :id", {"id": recall_id}
-    )
-    if not rows:
+    found = recalled_results(store, recall_id)
+    if found is None:
         raise FeedbackError(
             f"no recall with id {recall_id!r} (the recall id is printed by `memvault recall`)"
         )
-    results: list[str] = json.loads(rows[0][0] or "[]")
-    session_id = rows[0][1]
+    results: list[str] = json.loads(found[0] or "[]")
+    session_id = found[1]
     if block_id is not None and word in VERDICTS:
         raise FeedbackError("--block goes with + or -; a verdict judges the whole recall")
     if block_id is not None and block_id not in results:
@@ -110,11 +109,7 @@ def feedback(
         )
         report.feedback_ids = m.insert("feedback", frame, action="feedback", reason=f"owner said {word}")  # fmt: skip
         if word in BOOSTS:
-            sums = store.fetch_df(
-                "SELECT target_id AS id, sum(value) AS feedback_score FROM feedback "
-                "WHERE kind = 'boost' AND target_id = ANY(:ids) GROUP BY target_id",
-                {"ids": [t for t, _, _ in targets]},
-            )
+            sums = boost_sums(store, [t for t, _, _ in targets])
             m.update_many(
                 "blocks", sums, action="feedback-score", reason="sum of the owner's boosts"
             )

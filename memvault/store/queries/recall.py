@@ -271,3 +271,21 @@ def session_turns(store: Store, sessions: Sequence[str] | None = None) -> pl.Dat
     if sessions is None:
         return store.fetch_df(sql)
     return store.fetch_df(sql + " AND b.session_id = ANY(:sessions)", {"sessions": list(sessions)})
+
+
+def recalled_results(store: Store, recall_id: str) -> tuple[Any, Any] | None:
+    """(result_ids JSON text, session_id) of the recall ``recall_id``; None if none."""
+    rows = store.fetch(
+        "SELECT result_ids, session_id FROM recall_log WHERE id = :id", {"id": recall_id}
+    )
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+def boost_sums(store: Store, target_ids: Sequence[str]) -> pl.DataFrame:
+    """The sum of the owner's boosts of each of ``target_ids`` that has one: id,
+    feedback_score."""
+    return store.fetch_df(
+        "SELECT target_id AS id, sum(value) AS feedback_score FROM feedback "
+        "WHERE kind = 'boost' AND target_id = ANY(:ids) GROUP BY target_id",
+        {"ids": list(target_ids)},
+    )
