@@ -18,11 +18,10 @@ import polars as pl
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
+from memvault.store.queries.inbox import discoveries_in, new_discovery_count
 from memvault.store.tracked import tracked_run
 
 PHASE = "inbox"
-
-_COLUMNS = "id, kind, entity_ids, score, explanation, status, run_id, created_at, shown_at, detail"
 
 
 def _decoded(store: Store, rows: pl.DataFrame) -> list[dict[str, Any]]:
@@ -41,7 +40,7 @@ def _decoded(store: Store, rows: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def count_new(store: Store) -> int:
-    return int(store.fetch("SELECT count(*) FROM discovery_inbox WHERE status = 'new'")[0][0])
+    return new_discovery_count(store)
 
 
 def take_inbox(
@@ -59,11 +58,7 @@ def take_inbox(
     if limit < 1:
         return []
     statuses = ["new", "seen"] if include_seen else ["new"]
-    rows = store.fetch_df(
-        f"SELECT {_COLUMNS} FROM discovery_inbox WHERE status = ANY(:s) "
-        "ORDER BY score DESC, created_at DESC, id LIMIT :n",
-        {"s": statuses, "n": int(limit)},
-    )
+    rows = discoveries_in(store, statuses, limit)
     if rows.is_empty() or include_seen:
         return _decoded(store, rows)
     now = now or utcnow()
