@@ -155,8 +155,11 @@ def refresh_edges(
     reason = inc.full_reason(cursor, config, full, full_every_days, utcnow())
     with timer.step("load"):
         inputs = load(store, config)
+    changes = None
     if reason is None and cursor is not None:
-        reason = inc.change_too_large(store, cursor, inputs)
+        with timer.step("detect"):
+            changes = inc.graph_changes(store, cursor, inputs.audit_hw)
+        reason = inc.change_too_large(cursor, inputs, changes)
     with timer.step("graph"):
         graph = build_graph(inputs)
     report = EdgeReport(
@@ -171,9 +174,9 @@ def refresh_edges(
     )
     stored = inputs.stored
     if reason is None:
-        assert cursor is not None
+        assert cursor is not None and changes is not None
         with timer.step("detect"):
-            plan = inc.plan_incremental(store, config, inputs, graph, cursor)
+            plan = inc.plan_incremental(store, config, inputs, graph, cursor, changes)
         if plan.scope.sum() > inc.FULL_WHEN_SHARE * max(len(graph.keys), 1):
             report.incremental = False
             report.reason = f"{plan.scope.mean():.0%} of pairs changed: computed in full"

@@ -277,6 +277,33 @@ def test_incremental_refresh_with_default_tolerances_stays_within_them(store: St
     assert drift is not None and drift <= config.write_tolerance + 1e-12
 
 
+def test_updates_of_columns_the_edges_do_not_read_change_no_pair(store: Store) -> None:
+    world, types = random_world(11, sessions=12)
+    add_world(store, world, types)
+    refresh_edges(store, EXACT, "dream-1")
+    blocks = [b for s in world.values() for b, _ in s if b is not None]
+    # What a first tiering pass and a gardener's rename write: every block, one entity.
+    with store.mutation("tiering-1", "tiering") as m:
+        m.update_many(
+            "blocks",
+            pl.DataFrame({"id": blocks, "tier": ["warm"] * len(blocks)}),
+            action="demote",
+        )
+        m.update("entities", "e04", {"name": "E Four"}, action="rename")
+    quiet = refresh_edges(store, EXACT, "dream-2")
+    assert quiet.incremental and (quiet.considered, quiet.touched_entities) == (0, 0)
+    # A retype does change the pairs of that entity (type affinity), and only those.
+    with store.mutation("lint-1", "lint") as m:
+        m.update("entities", "e04", {"entity_type": "place"}, action="retype")
+    retyped = refresh_edges(store, EXACT, "dream-3")
+    assert retyped.incremental and retyped.updated > 0
+    of_e04 = live_edges(store).filter(
+        (pl.col("source_id") == "e04") | (pl.col("target_id") == "e04")
+    )
+    assert retyped.scope["entity_refreshed"] > 0 and of_e04.height <= retyped.considered
+    assert_same_edges(live_edges(store), expected_edges(store, EXACT), 1e-9)
+
+
 @pytest.mark.usefixtures("always_incremental")
 def test_archived_entities_and_blocks_lose_their_edges(store: Store) -> None:
     world, types = random_world(6, sessions=12)
