@@ -155,8 +155,8 @@ def read_jsonl(
 
 #: Records turned into columns and staged at a time: what is held in memory while reading.
 CHUNK_RECORDS = 20_000
-#: Rows moved from staging into a memory table (with their audit rows) at a time, all in the
-#: one transaction of the input.
+#: Rows read back from a staging held in this process (one chunk at most) and written at a
+#: time; a staging in the store is moved by one statement a table instead.
 WRITE_ROWS = 20_000
 #: Whether an input of at most one chunk is staged and checked in memory (by the same checks)
 #: rather than in the store's staging tables, which cost a small input more than its write.
