@@ -424,9 +424,34 @@ def bounded_cache(store: Store) -> Iterator[None]:
         raise StoreError(f"MEMVAULT_INGEST_MEMORY={limit!r} is not a size such as 1GB") from exc
     try:
         yield
+    except Exception as exc:
+        if not _out_of_memory(exc):
+            raise
+        # DuckDB's own message names its settings, not ours; its connection may be unusable.
+        raise StoreError(
+            f"DuckDB ran out of the memory an ingest may use (MEMVAULT_INGEST_MEMORY={limit}); "
+            "nothing of the input was written. Its one commit holds every new index entry "
+            "(≈ 100–250 MB per 100k memories of a full history): set MEMVAULT_INGEST_MEMORY "
+            "higher and ingest it again"
+        ) from exc
     finally:
         with contextlib.suppress(Exception):
             store.backend.execute(f"SET memory_limit = '{_size(str(before))}'")
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether DuckDB's running out of memory is what raised ``exc`` (itself, or what was
+    being handled when a later statement on the invalidated connection failed)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.startswith(("duckdb", "_duckdb")) and (
+            "could not allocate" in str(current) or "failed to allocate" in str(current)
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _size(text: str) -> str:

@@ -241,3 +241,48 @@ def test_a_small_input_is_written_in_memory_as_staging_writes_it(
     assert (_outcome(store, path), export_text(store)) == staged
     assert made == [], "a small input stages nothing in the store"
     assert '"sessions_extended": 1' in staged[0] and '"block": 1' in staged[0]
+
+
+def test_running_out_of_duckdbs_ingest_memory_names_the_setting_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's commit holds every new index entry within ``MEMVAULT_INGEST_MEMORY``; when it
+    runs out (measured: 100MB at 99,882 blocks of a full history), the error says which
+    setting to raise, nothing is visible, and the next ingest goes through. Other errors are
+    left as they are."""
+    import duckdb
+
+    import memvault
+    from memvault.errors import StoreError
+    from memvault.store.audit import Mutation
+
+    real = Mutation.insert_new
+    raised: list[Exception] = []
+
+    def fails_on_mentions(self: Mutation, table: str, *args: object, **kwargs: object) -> int:
+        if table == "mentions" and raised:
+            raise raised[0]
+        return real(self, table, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Mutation, "insert_new", fails_on_mentions)
+    monkeypatch.setattr(ingest, "SMALL_IN_MEMORY", False)
+    with memvault.open(f"duckdb://{tmp_path / 'store.duckdb'}") as store:
+        raised.append(
+            duckdb.TransactionException(
+                "TransactionContext Error: Failed to commit: failed to allocate data of size "
+                "64.0 KiB (95.3 MiB/95.3 MiB used)"
+            )
+        )
+        with pytest.raises(StoreError, match=r"MEMVAULT_INGEST_MEMORY=1GB\); nothing of the"):
+            ingest_file(store, SMALL)
+        raised[0] = duckdb.ConstraintException("Constraint Error: something else")
+        with pytest.raises(duckdb.ConstraintException, match="something else"):
+            ingest_file(store, SMALL)
+        assert store.counts(("blocks", "mentions", "audit_log")) == {
+            "blocks": 0,
+            "mentions": 0,
+            "audit_log": 0,
+        }
+        assert _staging_tables(store) == []
+        raised.clear()
+        assert sum(ingest_file(store, SMALL).inserted.values()) == 10
