@@ -85,12 +85,14 @@ class GardenTrack:
         return Figures(run_figures(self.load()) | extra)
 
     def survey(self) -> Figures:
-        if self.run_id is None:
+        # A run whose survey failed saved no state: a re-execution surveys again, on that run.
+        if self.run_id is None or not self.ledger.load_state(self.run_id).get("run_id"):
             self.garden = Gardener.start(
                 self.ledger,
                 self.stores,
                 self.judge,
                 self.settings,
+                run_id=self.run_id,
                 dagster_run_id=self.dagster_run_id,
                 cadence=self.cadence,
             )

@@ -125,17 +125,7 @@ def dream(
         stats = orient(handle)
     decision = evaluate_gate(utcnow(), stats.last_dream_at, stats.sessions_since, settings.config())
     if not decision.run and not force and not dry_run:
-        summary: dict[str, Any] = {
-            "success": True,
-            "run_id": None,
-            "skipped_reason": decision.reason,
-            "actions": {},
-            "llm_calls": 0,
-        }
-        if as_json:
-            emit_json(summary)
-        else:
-            out.print(f"dream skipped: {decision.reason} (use --force to dream anyway)")
+        _skipped(decision.reason, as_json)
         return
     with err.status("dreaming (dream_job: orient → signal → reflect → consolidate → prune) ..."):
         result = run_job(
@@ -155,23 +145,46 @@ def dream(
         for name, passed in summary["checks"].items():
             out.print(f"check {name}: {'passed' if passed else '[red]FAILED[/]'}")
     if not result.success:
-        if os.environ.get("MEMVAULT_DEBUG"):
-            from pipelines.runner import traces
+        raise _failed(result, summary)
 
-            for trace in traces(result):
-                err.print(trace, markup=False, highlight=False)
-        cause = "; ".join(summary["failures"]) or "a blocking check stopped it"
-        ended = summary["reverted"]
-        after = (
-            f"the dream was reverted ({ended}): the store is as it was before it; "
-            "`memvault dream` starts a new one"
-            if ended
-            else "re-execute it from the failed step in the Dagster UI, `memvault ui`"
+
+def _skipped(reason: str, as_json: bool) -> None:
+    """Say that the dual gate held (and why): no dream ran."""
+    if as_json:
+        emit_json(
+            {
+                "success": True,
+                "run_id": None,
+                "skipped_reason": reason,
+                "actions": {},
+                "llm_calls": 0,
+            }
         )
-        raise MemvaultError(
-            f"dream_job run {result.run_id} failed: {cause} ({after}; MEMVAULT_DEBUG=1 shows the "
-            "traceback)"
-        )
+    else:
+        out.print(f"dream skipped: {reason} (use --force to dream anyway)")
+
+
+def _failed(result: Any, summary: dict[str, Any]) -> MemvaultError:
+    """The error a failed dream ends the command with: its cause, and whether it was reverted
+    (start a new one) or can be re-executed from the failed step (the traces with
+    MEMVAULT_DEBUG)."""
+    if os.environ.get("MEMVAULT_DEBUG"):
+        from pipelines.runner import traces
+
+        for trace in traces(result):
+            err.print(trace, markup=False, highlight=False)
+    cause = "; ".join(summary["failures"]) or "a blocking check stopped it"
+    ended = summary["reverted"]
+    after = (
+        f"the dream was reverted ({ended}): the store is as it was before it; "
+        "`memvault dream` starts a new one"
+        if ended
+        else "re-execute it from the failed step in the Dagster UI, `memvault ui`"
+    )
+    return MemvaultError(
+        f"dream_job run {result.run_id} failed: {cause} ({after}; MEMVAULT_DEBUG=1 shows the "
+        "traceback)"
+    )
 
 
 @app.command()

@@ -87,35 +87,11 @@ def _run(
     workflow_outcome: bool,
     as_json: bool,
 ) -> None:
-    from memvault.errors import MemvaultError
-    from memvault.gardener.adapters import is_mcp_url
-    from memvault.gardener.outcome import Outcome, outcome_line
-    from memvault.gardener.state import MODES
+    from memvault.gardener.outcome import outcome_line
     from pipelines.cli import common as base
-    from pipelines.runner import failures, materializations, persistent_instance, run_job
-    from resources import GardenerResource, StoreResource
+    from pipelines.runner import persistent_instance, run_job
 
-    if mode not in MODES:
-        raise MemvaultError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
-    # No --store after `garden`: the one given before it, else MEMVAULT_STORE, else the default.
-    urls = [
-        u if is_mcp_url(u) else base.chosen_store(u) for u in store or [base.chosen_store(None)]
-    ]
-    ledger = base.chosen_store(ledger_url) if ledger_url else None
-    # The first memvault store is the `store` resource's (tended); the others are extra stores.
-    own = next((u for u in urls if not is_mcp_url(u)), None)
-    extra = list(urls)
-    if own is not None:
-        extra.remove(own)
-    home = StoreResource(url=own or ledger or base.chosen_store(None))
-    settings = GardenerResource(
-        tend_store=own is not None,
-        extra_stores=extra,
-        ledger_url=ledger,
-        mode=mode,
-        max_mutations=max_mutations,
-        max_judgments=max_judgments,
-    )
+    home, settings = _settings(store, ledger_url, mode, max_mutations, max_judgments)
     with base.err.status("gardening (garden_job) ..."):
         result = run_job(
             "garden_job",
@@ -125,17 +101,7 @@ def _run(
             gardener=settings,
             say=base.note,
         )
-    report_meta = materializations(result).get("garden_report")
-    state = _state_of(settings, home, result.run_id)
-    if report_meta is not None:
-        report = str(report_meta["report"]).removeprefix("```\n").removesuffix("```")
-        outcome, summary = str(report_meta["outcome"]), str(report_meta["outcome_summary"])
-    else:  # a phase failed: what was done so far, from the saved state
-        cause = "; ".join(failures(result)) or "the run failed"
-        report = state.get("report_text") or _partial_report(settings, home, result.run_id)
-        outcome, summary = "failed", f"Memory gardening failed: {cause}"
-        if not state.get("outcome"):  # the report never ran: the failed phase is the outcome
-            state["outcome"] = Outcome("failed", summary, [(cause, False)]).as_dict()
+    report, outcome, summary, state = _ended(result, settings, home)
     if as_json:
         base.emit_json(
             {
@@ -165,6 +131,63 @@ def _run(
         raise typer.Exit(1)
 
 
+def _settings(
+    store: list[str] | None,
+    ledger_url: str | None,
+    mode: str,
+    max_mutations: int,
+    max_judgments: int,
+) -> tuple[Any, Any]:
+    """The ``store`` and ``gardener`` resources of the run the options ask for: the first
+    memvault store is the one tended as ``store``, the others (and MCP servers) are extra."""
+    from memvault.errors import MemvaultError
+    from memvault.gardener.adapters import is_mcp_url
+    from memvault.gardener.state import MODES
+    from pipelines.cli import common as base
+    from resources import GardenerResource, StoreResource
+
+    if mode not in MODES:
+        raise MemvaultError(f"unknown --mode {mode!r}: use {' or '.join(MODES)}")
+    # No --store after `garden`: the one given before it, else MEMVAULT_STORE, else the default.
+    urls = [
+        u if is_mcp_url(u) else base.chosen_store(u) for u in store or [base.chosen_store(None)]
+    ]
+    ledger = base.chosen_store(ledger_url) if ledger_url else None
+    own = next((u for u in urls if not is_mcp_url(u)), None)
+    extra = list(urls)
+    if own is not None:
+        extra.remove(own)
+    home = StoreResource(url=own or ledger or base.chosen_store(None))
+    settings = GardenerResource(
+        tend_store=own is not None,
+        extra_stores=extra,
+        ledger_url=ledger,
+        mode=mode,
+        max_mutations=max_mutations,
+        max_judgments=max_judgments,
+    )
+    return home, settings
+
+
+def _ended(result: Any, settings: Any, home: Any) -> tuple[str, str, str, dict[str, Any]]:
+    """How the run ended: its report, outcome, summary and saved state; when a phase failed,
+    the report of what was done so far (from the saved state) and the failure as outcome."""
+    from memvault.gardener.outcome import Outcome
+    from pipelines.runner import failures, materializations
+
+    report_meta = materializations(result).get("garden_report")
+    state = _state_of(settings, home, result.run_id)
+    if report_meta is not None:
+        report = str(report_meta["report"]).removeprefix("```\n").removesuffix("```")
+        return report, str(report_meta["outcome"]), str(report_meta["outcome_summary"]), state
+    cause = "; ".join(failures(result)) or "the run failed"
+    report = state.get("report_text") or _partial_report(settings, home, result.run_id)
+    summary = f"Memory gardening failed: {cause}"
+    if not state.get("outcome"):  # the report never ran: the failed phase is the outcome
+        state["outcome"] = Outcome("failed", summary, [(cause, False)]).as_dict()
+    return report, "failed", summary, state
+
+
 def _state_of(settings: Any, home: Any, dagster_run_id: str) -> dict[str, Any]:
     """The garden run's saved state (empty when the run never got past its survey)."""
     with settings.open(home) as (ledger, _stores):
@@ -179,7 +202,7 @@ def _partial_report(settings: Any, home: Any, dagster_run_id: str) -> str:
 
     with settings.open(home) as (ledger, stores):
         run_id = ledger.run_for_dagster(dagster_run_id)
-        if run_id is None:
+        if run_id is None or not ledger.load_state(run_id).get("run_id"):
             return "# Gardening report — not started (the survey failed)\n"
         return Gardener.load(ledger, stores, HeuristicJudge(), run_id).build_report().render()
 

@@ -79,3 +79,34 @@ def test_a_demo_that_stops_before_its_night_leaves_its_run_failed(
         row = _only_run(store, "demo")
     assert row["status"] == "failed" and row["finished_at"] is not None
     assert row["error"] == "OSError: no space left for the history"
+
+
+def test_a_garden_run_whose_survey_failed_surveys_again_when_re_executed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.gardener.stages import GardenTrack
+    from memvault.gardener.state import GardenConfig
+
+    survey_all = Gardener._survey_all
+    calls: list[int] = []
+
+    def fails_once(self: Gardener) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the tended store went away")
+        survey_all(self)
+
+    monkeypatch.setattr(Gardener, "_survey_all", fails_once)
+
+    def track() -> GardenTrack:
+        return GardenTrack(Ledger(store), [adapter(store)], HeuristicJudge(), GardenConfig(), "d-2")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        track().survey()
+    failed = _only_run(store, "garden")
+    assert failed["status"] == "failed"
+    again = track()  # a re-execution of the same Dagster run
+    again.survey()
+    row = _only_run(store, "garden")
+    assert again.run_id == failed["id"] and row["status"] == "running" and row["error"] is None
+    assert row["stats"]["run_id"] == failed["id"]  # its state is saved now: the phases go on
