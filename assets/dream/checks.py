@@ -16,12 +16,8 @@ import dagster as dg
 from assets.common import STORE_POOL
 from assets.dream.stages import dream_consolidate, dream_run_id, end_failed_dream
 from assets.stage_adapter import check_result, evaluate_checks
-from memvault.dream import guarantees
 from memvault.dream.atomic import ensure_going_on
-from memvault.dream.check_scope import STAGE as SCOPE_STAGE
-from memvault.dream.check_scope import check_scope
-from memvault.dream.guarantees import CHECKS, blocked_by
-from memvault.dream.report import record_stage
+from memvault.dream.guarantees import CHECKS, DreamChecks
 from memvault.judge.store_cache import StoreJudgeCache
 from resources import DreamResource, JudgeResource, ReviewResource, StoreResource
 
@@ -45,32 +41,19 @@ def dream_guarantees(
     run_id = dream_run_id(context, dream.dry_run)
     with store.open() as opened:
         ensure_going_on(opened, run_id)
-        judge = llm.build(cache=StoreJudgeCache(opened))
-        # An incremental night checks the facts changed since the last dream's checks; the
-        # first dream, a requested one and one a week check every fact.
-        scope = check_scope(
-            opened, run_id, full=dream.full, full_every_days=dream.config().full_every_days
+        checks = DreamChecks.scoped(
+            opened,
+            run_id,
+            llm.build(cache=StoreJudgeCache(opened)),
+            dream.conflict_config(),
+            review.policy(),
+            dry_run=dream.dry_run,
+            full=dream.full,
+            full_every_days=dream.config().full_every_days,
         )
-        context.log.info(f"checks' scope: {scope.reason} ({scope.figures()['triples']} facts)")
-        verdicts = evaluate_checks(
-            context,
-            {
-                "no_data_loss": lambda: guarantees.no_data_loss(opened, dream.dry_run, scope),
-                "bitemporal_consistency": lambda: guarantees.bitemporal_consistency(
-                    opened, dream.dry_run, scope
-                ),
-                "idempotency": lambda: guarantees.idempotency(
-                    opened, judge, dream.conflict_config(), dream.dry_run, review.policy(), scope
-                ),
-                "grounding": lambda: guarantees.grounding(opened, scope),
-                "triples_expectations": lambda: guarantees.triples_expectations(opened, scope),
-            },
-        )
-    blocked = blocked_by(verdicts)
-    selected = {key.name for key in context.selected_asset_check_keys}
-    if not blocked and not dream.dry_run and selected == set(CHECKS):
-        with store.open() as opened:  # the next dream's checks start where these read up to
-            record_stage(opened, run_id, SCOPE_STAGE, scope.figures())
+        context.log.info(checks.describe())
+        verdicts = evaluate_checks(context, checks.checks())
+        blocked = checks.settle(verdicts)
     if blocked:
         # The checked stage's writes are in the store already: the dream reverts them itself
         # (a dry run wrote nothing: it is closed as failed).

@@ -11,13 +11,16 @@ verdicts and ends a dream that a blocking check stopped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from memvault.dream.check_scope import CheckScope
+from memvault.dream.check_scope import STAGE as SCOPE_STAGE
+from memvault.dream.check_scope import CheckScope, check_scope
 from memvault.dream.orient import last_dream, new_ids_since
+from memvault.dream.report import record_stage
 from memvault.judge.base import Judge
 from memvault.lint.findings import open_findings
 from memvault.review.policy import ReviewPolicy
@@ -163,3 +166,58 @@ def triples_expectations(store: Store, scope: CheckScope | None = None) -> Verdi
 
     verdict = validate_triples(store, _ids(scope)).verdict("every row")
     return Verdict(verdict.passed, {**verdict.figures, **_scoped(scope)})
+
+
+@dataclass
+class DreamChecks:
+    """The checks of one dream on its store: what they read (an incremental night the facts
+    changed since the last dream's checks; the first dream, a requested one and one a week
+    every fact) and what follows their verdicts."""
+
+    store: Store
+    run_id: str
+    judge: Judge
+    config: ConflictConfig
+    policy: ReviewPolicy | None
+    dry_run: bool
+    scope: CheckScope
+
+    @classmethod
+    def scoped(
+        cls,
+        store: Store,
+        run_id: str,
+        judge: Judge,
+        config: ConflictConfig,
+        policy: ReviewPolicy | None,
+        *,
+        dry_run: bool,
+        full: bool,
+        full_every_days: float,
+    ) -> DreamChecks:
+        scope = check_scope(store, run_id, full=full, full_every_days=full_every_days)
+        return cls(store, run_id, judge, config, policy, dry_run, scope)
+
+    def describe(self) -> str:
+        return f"checks' scope: {self.scope.reason} ({self.scope.figures()['triples']} facts)"
+
+    def checks(self) -> dict[str, Callable[[], Verdict]]:
+        """Each check by name, in :data:`CHECKS`' order."""
+        store, scope, dry = self.store, self.scope, self.dry_run
+        return {
+            "no_data_loss": lambda: no_data_loss(store, dry, scope),
+            "bitemporal_consistency": lambda: bitemporal_consistency(store, dry, scope),
+            "idempotency": lambda: idempotency(
+                store, self.judge, self.config, dry, self.policy, scope
+            ),
+            "grounding": lambda: grounding(store, scope),
+            "triples_expectations": lambda: triples_expectations(store, scope),
+        }
+
+    def settle(self, verdicts: Mapping[str, Verdict]) -> list[str]:
+        """The checks that stop the dream; when none does and every check ran on a real
+        dream, the next dream's checks start where these read up to."""
+        blocked = blocked_by(verdicts)
+        if not blocked and not self.dry_run and set(verdicts) == set(CHECKS):
+            record_stage(self.store, self.run_id, SCOPE_STAGE, self.scope.figures())
+        return blocked
