@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memvault.gardener.adapter import Capability, Change, GardenStore, WriteContext
@@ -239,91 +239,111 @@ class Gardener:
         if phase not in PHASE_FUNCTIONS:
             raise ValueError(f"unknown phase {phase!r}: one of {', '.join(PHASES)}")
         now = dt.datetime.fromisoformat(self.state.started_at)
-        failures: list[str] = []
-        for store in self.stores:
-            srun = self.state.stores[store.name]
-            stop = srun.stop or {}
-            if stop.get("phase") == phase and str(stop.get("reason", "")).startswith("error"):
-                # A re-executed phase (Dagster "re-execute from failure") tries again from
-                # where it failed; what it committed before is in the store and not redone.
-                srun.start_phase, srun.start_cursor, srun.stop = (
-                    phase,
-                    dict(stop.get("cursor") or {}),
-                    None,
-                )
-                self.state.errors = [
-                    e for e in self.state.errors if not _error_of(e, phase, store.name)
-                ]
-            if phase in srun.done or (srun.stop is not None and phase not in RECORDS):
-                continue
-            stopped = srun.stop  # where a store that stopped early resumes (kept as it is)
-            owner_note = getattr(store, "delegated", {}).get(phase)
-            if owner_note:  # a rule another track owns on this store: say so, leave it
-                self.state.skip(phase, f"{owner_note} ({store.name})")
-                if phase in getattr(store, "delegated_whole", ()):
-                    srun.done.append(phase)
-                    continue
-            step = PHASE_FUNCTIONS[phase]
-            if PHASES.index(phase) < PHASES.index(srun.start_phase):
-                # Done by the run this one resumes; approved proposals still go first.
-                if phase not in APPROVED_ONLY:
-                    continue
-                step = APPROVED_ONLY[phase]
-            if srun.blocked:
-                if phase not in srun.done:
-                    srun.done.append(phase)
-                continue
-            srun.cursor = dict(srun.start_cursor) if phase == srun.start_phase else {}
-            if step is not PHASE_FUNCTIONS[phase]:
-                srun.cursor = {}
-            ctx = PhaseContext(
-                phase=phase,
-                store=store,
-                survey=self.surveys[store.name],
-                ledger=self.ledger,
-                judge=self.judge,
-                config=self.config,
-                budget=self.budget,
-                run=self.state,
-                srun=srun,
-                now=now,
-            )
-            before = self.judge.stats.as_dict()
-            clock = time.perf_counter()
-            try:
-                step(ctx)
-                pause_point(f"garden-{phase}")
-            except BudgetSpent as spent:
-                srun.stop = stopped or {
-                    "phase": phase,
-                    "cursor": spent.cursor,
-                    "reason": f"{spent.kind} budget spent",
-                }
-            except Exception as exc:
-                srun.stop = stopped or {
-                    "phase": phase,
-                    "cursor": dict(srun.cursor),
-                    "reason": f"error: {exc}",
-                }
-                failures.append(
-                    f"{phase_label(phase)} on {store.name}: {type(exc).__name__}: {exc}"
-                )
-                self.state.errors.append(failures[-1])
-                self.state.notes.append(traceback.format_exc(limit=5))
-            else:
-                srun.done.append(phase)
-                srun.cursor = {}
-            finally:
-                timing = self.state.phase_metrics.setdefault(phase, {})
-                timing["seconds"] = round(
-                    timing.get("seconds", 0.0) + time.perf_counter() - clock, 4
-                )
-                self._count_judge(before)
-                if phase == "dedup" and srun.stop is None:
-                    srun.judged = []  # the window's pairs are all judged
-                self.save()
+        failures = [line for store in self.stores if (line := self._phase_on(store, phase, now))]
         if failures and raise_on_error:
             raise PhaseFailed("; ".join(failures))
+
+    def _phase_on(self, store: GardenStore, phase: str, now: dt.datetime) -> str | None:
+        """``phase`` on one store, unless it is done there, the store stopped early or the
+        phase is not this run's to do; the failure's line when it raised."""
+        srun = self.state.stores[store.name]
+        self._retry_failed(srun, phase, store.name)
+        if phase in srun.done or (srun.stop is not None and phase not in RECORDS):
+            return None
+        stopped = srun.stop  # where a store that stopped early resumes (kept as it is)
+        step = self._step(store, srun, phase)
+        if step is None:
+            return None
+        srun.cursor = dict(srun.start_cursor) if phase == srun.start_phase else {}
+        if step is not PHASE_FUNCTIONS[phase]:
+            srun.cursor = {}
+        ctx = PhaseContext(
+            phase=phase,
+            store=store,
+            survey=self.surveys[store.name],
+            ledger=self.ledger,
+            judge=self.judge,
+            config=self.config,
+            budget=self.budget,
+            run=self.state,
+            srun=srun,
+            now=now,
+        )
+        return self._attempt(ctx, step, stopped)
+
+    def _retry_failed(self, srun: StoreRun, phase: str, name: str) -> None:
+        """A re-executed phase (Dagster "re-execute from failure") tries again from where it
+        failed on the store; what it committed before is in the store and not redone."""
+        stop = srun.stop or {}
+        if stop.get("phase") == phase and str(stop.get("reason", "")).startswith("error"):
+            srun.start_phase, srun.start_cursor, srun.stop = (
+                phase,
+                dict(stop.get("cursor") or {}),
+                None,
+            )
+            self.state.errors = [e for e in self.state.errors if not _error_of(e, phase, name)]
+
+    def _step(
+        self, store: GardenStore, srun: StoreRun, phase: str
+    ) -> Callable[[PhaseContext], None] | None:
+        """What ``phase`` runs on the store: the phase, only its approved proposals (done
+        by the run this one resumes), or nothing (another track's rule, a blocked store)."""
+        owner_note = getattr(store, "delegated", {}).get(phase)
+        if owner_note:  # a rule another track owns on this store: say so, leave it
+            self.state.skip(phase, f"{owner_note} ({store.name})")
+            if phase in getattr(store, "delegated_whole", ()):
+                srun.done.append(phase)
+                return None
+        step = PHASE_FUNCTIONS[phase]
+        if PHASES.index(phase) < PHASES.index(srun.start_phase):
+            # Done by the run this one resumes; approved proposals still go first.
+            if phase not in APPROVED_ONLY:
+                return None
+            step = APPROVED_ONLY[phase]
+        if srun.blocked:
+            if phase not in srun.done:
+                srun.done.append(phase)
+            return None
+        return step
+
+    def _attempt(
+        self, ctx: PhaseContext, step: Callable[[PhaseContext], None], stopped: dict | None
+    ) -> str | None:
+        """Run the step, timed and its judge's work counted, then save the state: done, or
+        stopped with its resume point (a budget spent, an error: its line is returned)."""
+        phase, srun = ctx.phase, ctx.srun
+        before = self.judge.stats.as_dict()
+        clock = time.perf_counter()
+        failure = None
+        try:
+            step(ctx)
+            pause_point(f"garden-{phase}")
+        except BudgetSpent as spent:
+            srun.stop = stopped or {
+                "phase": phase,
+                "cursor": spent.cursor,
+                "reason": f"{spent.kind} budget spent",
+            }
+        except Exception as exc:
+            srun.stop = stopped or {
+                "phase": phase,
+                "cursor": dict(srun.cursor),
+                "reason": f"error: {exc}",
+            }
+            failure = f"{phase_label(phase)} on {ctx.store.name}: {type(exc).__name__}: {exc}"
+            self.state.errors.append(failure)
+            self.state.notes.append(traceback.format_exc(limit=5))
+        else:
+            srun.done.append(phase)
+            srun.cursor = {}
+        finally:
+            timing = self.state.phase_metrics.setdefault(phase, {})
+            timing["seconds"] = round(timing.get("seconds", 0.0) + time.perf_counter() - clock, 4)
+            self._count_judge(before)
+            if phase == "dedup" and srun.stop is None:
+                srun.judged = []  # the window's pairs are all judged
+            self.save()
+        return failure
 
     def _count_judge(self, before: dict[str, int]) -> None:
         after = self.judge.stats.as_dict()

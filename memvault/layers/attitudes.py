@@ -54,7 +54,8 @@ from memvault.store import Mutation, Store
 from memvault.store.tracked import own_or_callers_run
 
 if TYPE_CHECKING:
-    from memvault.review.policy import ReviewPolicy
+    from memvault.review.impact import ImpactInputs
+    from memvault.review.policy import ReviewPolicy, Route
 
 #: λ: the share of confidence lost per day without evidence (continuous rate, per day).
 DECAY_PER_DAY = 0.008
@@ -348,7 +349,6 @@ def upsert(
     from memvault.review.calibration import calibrate
     from memvault.review.impact import ImpactInputs, impact_score
     from memvault.review.policy import ReviewPolicy, route
-    from memvault.review.queue import enqueue_row
 
     check_category(category)
     statement = normalize_text(statement)
@@ -396,42 +396,65 @@ def upsert(
                 "replaced", new_id, run_id, replaces=head["id"], message=decision.reason
             )
         else:
-            item_id = f"attitude:{stable_id('att', category, statement, now)}"
-            row = enqueue_row(
-                item_id=item_id,
-                kind=REVIEW_KIND,
-                target_table="attitudes",
-                target_id=head["id"],
-                proposal={
-                    "action": "replace",
-                    "category": category,
-                    "topic": topic,
-                    "statement": statement,
-                    "confidence": confidence,
-                    "evidence": evidence,
-                    "stated_at": iso(now),
-                    "replaces": head["id"],
-                    "current": head["statement"],
-                    "question": "Does this replace the current preference? correct makes "
-                    "it the new version, wrong keeps the current one.",
-                },
-                reason=f"a new {category} preference replaces {head['statement']!r}; "
-                f"{decision.reason}",
-                confidence=confidence,
-                impact=impact,
-                impact_inputs=inputs.model_dump(),
-                deadline=now + dt.timedelta(days=policy.deadline_days),
-                run_id=run_id,
-                now=now,
+            proposal = {
+                "category": category,
+                "topic": topic,
+                "statement": statement,
+                "confidence": confidence,
+                "evidence": evidence,
+            }
+            result = _queue_replacement(
+                m, head, proposal, decision, inputs, impact, policy, run_id, now
             )
-            m.insert("review_queue", pl.DataFrame([row]), action="queue",
-                     reason="a replaced preference waits for a human")  # fmt: skip
-            result = UpsertResult(
-                "queued", None, run_id, review_id=item_id, replaces=head["id"],
-                message=f"waits for review: memvault review approve {item_id}",
-            )  # fmt: skip
         run.stats = {"status": result.status, "id": result.attitude_id}
     return result
+
+
+def _queue_replacement(
+    m: Mutation,
+    head: dict[str, Any],
+    stated: dict[str, Any],
+    decision: Route,
+    inputs: ImpactInputs,
+    impact: float,
+    policy: ReviewPolicy,
+    run_id: str,
+    now: dt.datetime,
+) -> UpsertResult:
+    """A replacement of the current preference ``head`` that the review rules leave to a
+    human: queued (``stated``: category, topic, statement, confidence, evidence)."""
+    from memvault.review.queue import enqueue_row
+
+    category, statement = stated["category"], stated["statement"]
+    item_id = f"attitude:{stable_id('att', category, statement, now)}"
+    row = enqueue_row(
+        item_id=item_id,
+        kind=REVIEW_KIND,
+        target_table="attitudes",
+        target_id=head["id"],
+        proposal={
+            "action": "replace",
+            **stated,
+            "stated_at": iso(now),
+            "replaces": head["id"],
+            "current": head["statement"],
+            "question": "Does this replace the current preference? correct makes "
+            "it the new version, wrong keeps the current one.",
+        },
+        reason=f"a new {category} preference replaces {head['statement']!r}; {decision.reason}",
+        confidence=stated["confidence"],
+        impact=impact,
+        impact_inputs=inputs.model_dump(),
+        deadline=now + dt.timedelta(days=policy.deadline_days),
+        run_id=run_id,
+        now=now,
+    )
+    m.insert("review_queue", pl.DataFrame([row]), action="queue",
+             reason="a replaced preference waits for a human")  # fmt: skip
+    return UpsertResult(
+        "queued", None, run_id, review_id=item_id, replaces=head["id"],
+        message=f"waits for review: memvault review approve {item_id}",
+    )  # fmt: skip
 
 
 def apply_approved(store: Store, m: Mutation, proposal: dict[str, Any]) -> str:
