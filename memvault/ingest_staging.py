@@ -431,7 +431,7 @@ def bounded_cache(store: Store) -> Iterator[None]:
         raise StoreError(
             f"DuckDB ran out of the memory an ingest may use (MEMVAULT_INGEST_MEMORY={limit}); "
             "nothing of the input was written. Its one commit holds every new index entry "
-            "(≈ 100–250 MB per 100k memories of a full history): set MEMVAULT_INGEST_MEMORY "
+            "(≈ 100–160 MB per 100k memories of a full history): set MEMVAULT_INGEST_MEMORY "
             "higher and ingest it again"
         ) from exc
     finally:
