@@ -150,8 +150,30 @@ def parse_report(text: str) -> GardenReport:
     """Read a rendered report back (a test and the next run's "since when" use it)."""
     lines = text.rstrip("\n").split("\n")
     timestamp = _expect(lines, 0, "# Gardening report — ")
-    stores_text = _expect(lines, 1, "Stores tended: ")
-    stats_text = _expect(lines, 2, "Stats: ")
+    stores = _parse_stores(_expect(lines, 1, "Stores tended: "), _expect(lines, 2, "Stats: "))
+    actions = _parse_actions(_expect(lines, 3, "Actions: "))
+    mode = _expect(lines, 4, "Destructive ops (mode: ").removesuffix("):")
+    if mode not in MODES:
+        raise ReportFormatError(f"unknown mode {mode!r}")
+    ops, n = _parse_ops(lines, 5)
+    deferred, n = _parse_deferred(lines, n)
+    skipped, n = _parse_skipped(lines, n)
+    used, most = _parse_budget(lines, n, stores)
+    return GardenReport(
+        timestamp=timestamp,
+        mode=mode,
+        stores=stores,
+        actions=actions,
+        ops=ops,
+        deferred=deferred,
+        skipped=skipped,
+        mutations_used=used,
+        mutations_max=most,
+    )
+
+
+def _parse_stores(stores_text: str, stats_text: str) -> list[StoreLine]:
+    """The stores tended with their capabilities, and their stats before and after."""
     stores: list[StoreLine] = []
     if stores_text != "none":
         for part in stores_text.split(" | "):
@@ -163,18 +185,21 @@ def parse_report(text: str) -> GardenReport:
             if name != store.name:
                 raise ReportFormatError(f"stats name {name!r} does not match store {store.name!r}")
             store.stats_before, store.stats_after = _parse_stats(counts)
-    actions_text = _expect(lines, 3, "Actions: ")
+    return stores
+
+
+def _parse_actions(text: str) -> dict[str, int]:
     actions = {}
-    for part in actions_text.split(" · "):
+    for part in text.split(" · "):
         name, _, count = part.partition(" ")
         if name not in ACTION_NAMES:
             raise ReportFormatError(f"unknown action {name!r}")
         actions[name] = int(count)
-    mode_text = _expect(lines, 4, "Destructive ops (mode: ")
-    mode = mode_text.removesuffix("):")
-    if mode not in MODES:
-        raise ReportFormatError(f"unknown mode {mode!r}")
-    n = 5
+    return actions
+
+
+def _parse_ops(lines: list[str], n: int) -> tuple[list[OpLine], int]:
+    """The destructive-op lines from line ``n``; the line after them."""
     ops: list[OpLine] = []
     while n < len(lines) and lines[n].startswith("  - "):
         line = lines[n]
@@ -187,13 +212,23 @@ def parse_report(text: str) -> GardenReport:
             ops.append(OpLine("EXECUTED", m["verb"], m["target"], m["source"], m["preview"]))
         else:
             raise ReportFormatError(f"line {n}: not a destructive-op line: {line!r}")
-    deferred_head = _expect(lines, n, "Deferred (uncertain):")
+    return ops, n
+
+
+def _parse_deferred(lines: list[str], n: int) -> tuple[list[str], int]:
+    """The deferred (uncertain) cases from line ``n``; the line after them."""
+    head = _expect(lines, n, "Deferred (uncertain):")
     n += 1
     deferred: list[str] = []
-    if deferred_head.strip() != "none":
+    if head.strip() != "none":
         while n < len(lines) and lines[n].startswith("  - "):
             deferred.append(lines[n][4:])
             n += 1
+    return deferred, n
+
+
+def _parse_skipped(lines: list[str], n: int) -> tuple[list[tuple[str, str]], int]:
+    """The skipped phases with their reasons from line ``n``; the line after them."""
     skipped: list[tuple[str, str]] = []
     while n < len(lines) and lines[n].startswith("Skipped: "):
         body = lines[n][len("Skipped: ") :]
@@ -204,6 +239,11 @@ def parse_report(text: str) -> GardenReport:
         if not sep:
             raise ReportFormatError(f"line {n}: skipped line without a reason: {body!r}")
         skipped.append((phase, why))
+    return skipped, n
+
+
+def _parse_budget(lines: list[str], n: int, stores: list[StoreLine]) -> tuple[int, int]:
+    """The last line: mutations used and allowed; each store's resume point is set."""
     budget = _expect(lines, n, "Budget: ")
     m = re.fullmatch(r"(\d+)/(\d+) mutations · resume point: (.+)", budget)
     if not m:
@@ -216,14 +256,4 @@ def parse_report(text: str) -> GardenReport:
             for store in stores:
                 if store.name == name:
                     store.resume = cursor
-    return GardenReport(
-        timestamp=timestamp,
-        mode=mode,
-        stores=stores,
-        actions=actions,
-        ops=ops,
-        deferred=deferred,
-        skipped=skipped,
-        mutations_used=int(m[1]),
-        mutations_max=int(m[2]),
-    )
+    return int(m[1]), int(m[2])
