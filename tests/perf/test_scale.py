@@ -35,7 +35,8 @@ Run (it is not part of the default run)::
 
     MEMVAULT_SCALE_SIZES=300,900 .venv/bin/pytest tests/perf/test_scale.py -m perf -s
 
-``MEMVAULT_SCALE_SKIP`` is a comma list of stages left out (e.g. ``minilm,recall,undo`` for
+``MEMVAULT_INGEST_MEMORY`` given in the shell reaches the stages (DuckDB's limit for the ingest's
+commit: the 1GB default is too small for a 1M-block history). ``MEMVAULT_SCALE_SKIP`` is a comma list of stages left out (e.g. ``minilm,recall,undo`` for
 the nightly stages only). ``MEMVAULT_SCALE_SIZES`` is a comma list of session counts: default ``9700,29000``
 (≈ 100k and ≈ 300k blocks); 97000 (≈ 1M blocks) only when asked for. With
 ``MEMVAULT_SCALE_PROFILE=1`` each stage's work runs under cProfile (slower) and its top
@@ -552,9 +553,14 @@ def _history(sessions: int, holdout: int, work: Path) -> tuple[str, str]:
     return history, held
 
 
+#: Shell settings the stages' processes get (the tests' environment no longer holds them).
+PASSED_SETTINGS = ("MEMVAULT_INGEST_MEMORY",)
+
+
 def _child_env() -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    return os.environ | {"MEMVAULT_EMBEDDER": "hashing", "PYTHONPATH": path}
+    passed = {name: value for name in PASSED_SETTINGS if (value := _setting(name))}
+    return os.environ | passed | {"MEMVAULT_EMBEDDER": "hashing", "PYTHONPATH": path}
 
 
 def _run_stage(key: str, job_file: Path, work: Path) -> dict[str, Any]:
