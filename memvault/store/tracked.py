@@ -47,10 +47,15 @@ def begun_run(
     try:
         yield row
     except BaseException as exc:
-        # What the run saved on its row by then (a resume point) is kept beside its figures.
-        saved = (store.run(row.id) or {}).get("stats") or {}
-        stats = {**saved, **row.stats} if isinstance(saved, dict) else row.stats
-        store.finish_run(row.id, "failed", stats, error=f"{type(exc).__name__}: {exc}")
+        try:
+            # What the run saved on its row by then (a resume point) is kept beside its figures.
+            saved = (store.run(row.id) or {}).get("stats") or {}
+            stats = {**saved, **row.stats} if isinstance(saved, dict) else row.stats
+            store.finish_run(row.id, "failed", stats, error=f"{type(exc).__name__}: {exc}")
+        except Exception as bookkeeping:
+            # The store itself may be what failed (DuckDB invalidates a database after a fatal
+            # error): the work's error is the one to see, the bookkeeping's is noted on it.
+            exc.add_note(f"run {row.id} could not be marked failed: {bookkeeping}")
         raise
 
 

@@ -47,6 +47,26 @@ def test_a_begun_run_is_failed_when_its_beginning_raises_and_left_to_its_steps_e
     assert row["stats"] == {"resume": 4, "seen": 2}  # the saved resume point is kept
 
 
+def test_the_works_error_is_raised_when_the_store_cannot_record_the_failure(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fatal store error (DuckDB invalidates the database after one) also breaks marking the
+    run failed: the user must see the work's error, not the bookkeeping's."""
+
+    def invalidated(*_: object, **__: object) -> None:
+        raise OSError("database has been invalidated")
+
+    with (
+        pytest.raises(MemoryError, match="commit ran out") as raised,
+        begun_run(store, "ingest") as row,
+    ):
+        monkeypatch.setattr(store, "finish_run", invalidated)
+        raise MemoryError("commit ran out")
+    assert raised.value.__notes__ == [
+        f"run {row.id} could not be marked failed: database has been invalidated"
+    ]
+
+
 def test_a_garden_run_whose_survey_raises_is_failed(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
