@@ -33,6 +33,7 @@ from memvault.review.queue import expire_overdue
 from memvault.store import Store
 from memvault.store.queries.runs import last_run_with_stage
 from memvault.store.queries.triples import active_triple_ids
+from memvault.store.tracked import begun_run, tracked_run
 from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
 
@@ -40,18 +41,25 @@ LINT_KIND = "lint"
 
 
 def begin_lint(store: Store, run_id: str) -> dt.datetime | None:
-    """Begin (or, re-executed, continue) a lint run; returns the start of the last successful
-    lint that ran the semantic layer (None for the first), from which that layer reads new
-    facts (a lint of only some layers leaves the mark where it was)."""
+    """Begin (or, re-executed, continue) a lint run that the layers carry on and finish;
+    returns the start of the last successful lint that ran the semantic layer (None for the
+    first), from which that layer reads new facts (a lint of only some layers leaves the mark
+    where it was)."""
+    since, params = _lint_since(store, run_id)
+    with begun_run(store, LINT_KIND, params, run_id=run_id):
+        return since
+
+
+def _lint_since(store: Store, run_id: str) -> tuple[dt.datetime | None, dict[str, Any] | None]:
+    """Where the semantic layer of lint ``run_id`` starts reading, and the params a new run is
+    begun with (None when the run exists: a continued run keeps its own)."""
     existing = store.run(run_id)
     if existing is not None:
-        store.begin_run(LINT_KIND, run_id=run_id)
         since = existing["params"].get("since")
-        return dt.datetime.fromisoformat(since) if since else None
+        return (dt.datetime.fromisoformat(since) if since else None), None
     last = last_run_with_stage(store, LINT_KIND, "L3")
-    since = last["started_at"] if last else None
-    store.begin_run(LINT_KIND, {"since": since.isoformat() if since else None}, run_id=run_id)
-    return since
+    started = last["started_at"] if last else None
+    return started, {"since": started.isoformat() if started else None}
 
 
 @dataclass(frozen=True)
@@ -285,17 +293,14 @@ def lint_store(
     the whole store rather than what changed."""
     policy = policy or ReviewPolicy()
     run_id = run_id or f"lint-{utcnow():%Y%m%dT%H%M%S%f}"
-    since = begin_lint(store, run_id)
-    grounding = Grounding.load()
-    try:
+    since, params = _lint_since(store, run_id)
+    with tracked_run(store, LINT_KIND, params, run_id=run_id) as run:
+        grounding = Grounding.load()
         scopes = (settings or ScopeSettings()).scopes(store)
         l1 = run_structure(store, run_id, grounding, scopes)
         l2, _ = run_grounding(store, run_id, policy, grounding, scopes)
         l3 = run_semantic(store, judge, embedder, run_id, since, grounding)
         l4, applied = run_confirm(store, judge, run_id, policy)
         queue = tend_queue(store, run_id, policy)
-    except Exception as exc:
-        store.finish_run(run_id, "failed", error=str(exc))
-        raise
-    store.finish_run(run_id, "succeeded", {"layers": ["L1", "L2", "L3", "L4"]})
+        run.stats = {"layers": ["L1", "L2", "L3", "L4"]}
     return LintRun(run_id, {"L1": l1, "L2": l2, "L3": l3.report, "L4": l4}, l3, applied, queue)

@@ -1,5 +1,6 @@
 """Work that begins a run and stops half-way leaves the run failed, never ``running``: the
-garden run whose survey raises, the demo that stops before its night, on both backends.
+garden run whose survey raises, the demo that stops before its night, the lint whose
+grounding rules cannot be read, on both backends.
 
 Each test makes the work fail right after its run row was begun and reads the row back.
 """
@@ -130,3 +131,21 @@ def test_a_garden_run_whose_survey_failed_surveys_again_when_re_executed(
     row = _only_run(store, "garden")
     assert again.run_id == failed["id"] and row["status"] == "running" and row["error"] is None
     assert row["stats"]["run_id"] == failed["id"]  # its state is saved now: the phases go on
+
+
+def test_a_lint_whose_grounding_fails_to_load_leaves_its_run_failed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.embed import make_embedder
+    from memvault.lint import run as lint_run
+
+    def unreadable() -> Any:
+        raise OSError("the grounding rules are unreadable")
+
+    monkeypatch.setattr(lint_run.Grounding, "load", unreadable)
+    with pytest.raises(OSError, match="unreadable"):
+        lint_run.lint_store(store, HeuristicJudge(), make_embedder("hashing"), run_id="lint-x")
+    row = _only_run(store, "lint")
+    assert row["status"] == "failed" and row["finished_at"] is not None
+    assert row["error"] == "OSError: the grounding rules are unreadable"
+    assert not store.fetch("SELECT id FROM runs WHERE status = 'running'")
