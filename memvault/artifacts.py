@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memvault.store import Store
+from memvault.store.queries.runs import latest_artifact_id
 
 
 def read_artifact(store: Store, artifact_id: str) -> dict[str, Any] | None:
@@ -18,8 +19,5 @@ def read_artifact(store: Store, artifact_id: str) -> dict[str, Any] | None:
 
 def latest_artifact(store: Store, kind: str) -> dict[str, Any] | None:
     """The newest stored document of ``kind`` (e.g. ``garden-report``), or None."""
-    rows = store.fetch(
-        "SELECT id FROM artifacts WHERE kind = :k ORDER BY created_at DESC, id DESC LIMIT 1",
-        {"k": kind},
-    )
-    return read_artifact(store, str(rows[0][0])) if rows else None
+    found = latest_artifact_id(store, kind)
+    return read_artifact(store, found) if found is not None else None

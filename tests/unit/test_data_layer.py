@@ -53,6 +53,7 @@ MOVED = (
     "memvault/memories.py",
     "memvault/orphans.py",
     "memvault/references.py",
+    "memvault/artifacts.py",
 )
 
 

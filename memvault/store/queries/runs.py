@@ -1,4 +1,5 @@
-"""The ``runs`` family: which runs the store has had, and what a run continues from."""
+"""The ``runs`` family (``runs``, ``artifacts``): which runs the store has had, what a run
+continues from, and the documents runs leave."""
 
 from __future__ import annotations
 
@@ -150,3 +151,12 @@ def finished_runs(
         {"k": kind, "me": other_than},
     )
     return [(r[0], r[1], r[2]) for r in rows]
+
+
+def latest_artifact_id(store: Store, kind: str) -> str | None:
+    """The id of the newest stored document of ``kind`` (ties: the greatest id), or None."""
+    rows = store.fetch(
+        "SELECT id FROM artifacts WHERE kind = :k ORDER BY created_at DESC, id DESC LIMIT 1",
+        {"k": kind},
+    )
+    return str(rows[0][0]) if rows else None
