@@ -22,20 +22,12 @@ from memvault.recall.result import GapHint, RecallResult
 from memvault.store import Store
 from memvault.store.audit import append_audit
 from memvault.store.audit import images as _images
-from memvault.store.backends import ident
 from memvault.store.liveness import HOST, carrier_pid
+from memvault.store.queries.recall import bump_uses, failures_before, rows_to_bump
 
 
 def new_recall_id(now: dt.datetime) -> str:
     return f"recall-{now:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
-
-
-FAILED_BEFORE_SQL = """
-SELECT 'gap' AS part, count(*) AS n, NULL AS last FROM knowledge_gap WHERE query_signature = :s
-UNION ALL
-SELECT 'fail', count(*), max(created_at) FROM recall_log
-WHERE signature = :s AND verdict = 'INCORRECT'
-"""
 
 
 def gap_hint(store: Store, signature: str) -> GapHint | None:
@@ -43,7 +35,7 @@ def gap_hint(store: Store, signature: str) -> GapHint | None:
     gap (``gap_for``), else the failures recall_log holds so far; None when it never failed."""
     from memvault.profile.gaps import gap_for
 
-    found = {part: (int(n or 0), last) for part, n, last in store.fetch(FAILED_BEFORE_SQL, {"s": signature})}  # fmt: skip
+    found = failures_before(store, signature)
     gap = gap_for(store, signature) if found["gap"][0] else None
     if gap is not None:
         status = str(gap["status"])
@@ -189,12 +181,7 @@ def _bump(
     audit rows (empty list: nothing to do) with each use's before- and after-image."""
     if not uses:
         return []
-    backend = store.backend
-    wanted = sorted({u[2] for u in uses})
-    base = backend.fetch_df(
-        f"SELECT * FROM {ident(table)} WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
-        {"ids": wanted},
-    )
+    base = rows_to_bump(store, table, sorted({u[2] for u in uses}))
     if base.is_empty():
         return []
     base = store.conform(table, base)
@@ -226,11 +213,7 @@ def _bump(
     after_rows = after.select(pl.col(c).cast(schema[c]) for c in columns)
     final = after_rows.with_columns(_order=frame["_order"]).sort("_order").group_by("id", maintain_order=True).last()  # fmt: skip
     changes = final.select("id", count, when)
-    with backend.staged(table, changes) as staging:
-        backend.execute(
-            f"UPDATE {ident(table)} SET {ident(count)} = s.{ident(count)}, "
-            f"{ident(when)} = s.{ident(when)} FROM {staging} s WHERE {ident(table)}.id = s.id"
-        )
+    bump_uses(store, table, changes, count, when)
     reasons = pl.Series([reason.format(r) for r in frame["_run"]], dtype=pl.Utf8)
     return [
         _audit_frame(frame["_run"], action, table, frame["id"], _images(before_rows),

@@ -54,6 +54,7 @@ MOVED = (
     "memvault/orphans.py",
     "memvault/references.py",
     "memvault/artifacts.py",
+    "memvault/recall/log.py",
 )
 
 

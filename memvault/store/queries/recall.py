@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from memvault.store.backends import in_list
+from memvault.store.backends import ident, in_list
 from memvault.store.store import Store
 
 #: What recall searches each block by (keywords and vectors): the original text a digest
@@ -289,3 +289,39 @@ def boost_sums(store: Store, target_ids: Sequence[str]) -> pl.DataFrame:
         "WHERE kind = 'boost' AND target_id = ANY(:ids) GROUP BY target_id",
         {"ids": list(target_ids)},
     )
+
+
+# -- what a recall leaves (:mod:`memvault.recall.log`) ----------------------------------------
+
+_FAILED_BEFORE_SQL = """
+SELECT 'gap' AS part, count(*) AS n, NULL AS last FROM knowledge_gap WHERE query_signature = :s
+UNION ALL
+SELECT 'fail', count(*), max(created_at) FROM recall_log
+WHERE signature = :s AND verdict = 'INCORRECT'
+"""
+
+
+def failures_before(store: Store, signature: str) -> dict[str, tuple[int, Any]]:
+    """How a question failed before, by part: ``gap`` (knowledge gaps recorded for its
+    signature: count, None) and ``fail`` (recalls judged INCORRECT: count, the last one's time)."""
+    rows = store.fetch(_FAILED_BEFORE_SQL, {"s": signature})
+    return {str(part): (int(n or 0), last) for part, n, last in rows}
+
+
+def rows_to_bump(store: Store, table: str, ids: Sequence[str]) -> pl.DataFrame:
+    """The whole rows of ``table`` (``blocks``, ``prefetch_cache``) a recall's use bumps."""
+    return store.backend.fetch_df(
+        f"SELECT * FROM {ident(table)} WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
+        {"ids": list(ids)},
+    )
+
+
+def bump_uses(store: Store, table: str, changes: pl.DataFrame, count: str, when: str) -> None:
+    """Set ``count`` and ``when`` of ``table``'s rows to ``changes``' (id, count, when): one
+    UPDATE from a staged frame (the caller appends the audit rows)."""
+    backend = store.backend
+    with backend.staged(table, changes) as staging:
+        backend.execute(
+            f"UPDATE {ident(table)} SET {ident(count)} = s.{ident(count)}, "
+            f"{ident(when)} = s.{ident(when)} FROM {staging} s WHERE {ident(table)}.id = s.id"
+        )
