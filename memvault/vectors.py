@@ -19,9 +19,9 @@ import polars as pl
 
 from memvault.embed.base import Embedder
 from memvault.normalize import utcnow
-from memvault.paths import sql_text
 from memvault.recall.text import SEARCH_TEXTS_SQL
 from memvault.store import Store
+from memvault.store.queries.recall import stale_vector_texts, stored_vectors, vector_count
 
 #: What is embedded: target kind → (table or derived table with id and status, text column).
 TARGETS: dict[str, tuple[str, str]] = {
@@ -55,13 +55,7 @@ def stale_texts(
     """Active items of ``kind`` (of ``ids`` when given) without a current vector of
     ``model``: columns id, text, text_hash."""
     table, column = TARGETS[kind]
-    sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
-    if ids is None:
-        return store.fetch_df(sql, {"kind": kind, "model": model})
-    return store.fetch_df(
-        f"SELECT * FROM ({sql}) s WHERE s.id = ANY(CAST(:ids AS TEXT[])) ORDER BY s.id",
-        {"kind": kind, "model": model, "ids": list(ids) or [""]},
-    )
+    return stale_vector_texts(store, kind, model, table, column, ids)
 
 
 def write_vectors(store: Store, embedder: Embedder, kind: str, batch: pl.DataFrame) -> None:
@@ -107,15 +101,7 @@ def embed_missing(
             done += batch.height
             if on_progress:
                 on_progress(done, total)
-    counts = {
-        kind: int(
-            store.fetch(
-                "SELECT count(*) FROM embeddings WHERE target_kind = :k AND model = :m",
-                {"k": kind, "m": embedder.model_name},
-            )[0][0]
-        )
-        for kind in kinds
-    }
+    counts = {kind: vector_count(store, kind, embedder.model_name) for kind in kinds}
     return EmbedReport(model=embedder.model_name, dim=embedder.dim, embedded=embedded, total=counts)
 
 
@@ -124,12 +110,7 @@ def load_vectors(
 ) -> tuple[list[str], np.ndarray]:
     """All stored vectors of one kind and model (of ``ids`` when given), as ids in order and
     an (n, dim) float32 matrix."""
-    only = "" if ids is None else " AND target_id = ANY(CAST(:ids AS TEXT[]))"
-    df = store.fetch_df(
-        "SELECT target_id, vector FROM embeddings WHERE target_kind = :k AND model = :m"
-        f"{only} ORDER BY target_id",
-        {"k": kind, "m": model} | ({} if ids is None else {"ids": list(ids) or [""]}),
-    )
+    df = stored_vectors(store, kind, model, ids)
     if df.is_empty():
         return [], np.zeros((0, 0), dtype=np.float32)
     matrix = np.frombuffer(b"".join(df["vector"].to_list()), dtype=np.float32).reshape(

@@ -55,6 +55,7 @@ MOVED = (
     "memvault/references.py",
     "memvault/artifacts.py",
     "memvault/recall/log.py",
+    "memvault/vectors.py",
 )
 
 

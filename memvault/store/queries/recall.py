@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from memvault.paths import sql_text
 from memvault.store.backends import ident, in_list
 from memvault.store.store import Store
 
@@ -325,3 +326,49 @@ def bump_uses(store: Store, table: str, changes: pl.DataFrame, count: str, when:
             f"UPDATE {ident(table)} SET {ident(count)} = s.{ident(count)}, "
             f"{ident(when)} = s.{ident(when)} FROM {staging} s WHERE {ident(table)}.id = s.id"
         )
+
+
+# -- the vectors (:mod:`memvault.vectors`) ---------------------------------------------------
+
+
+def stale_vector_texts(
+    store: Store,
+    kind: str,
+    model: str,
+    table: str,
+    column: str,
+    ids: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Active rows of ``table`` (a table or derived table with id and status; of ``ids`` when
+    given) without a current ``model`` vector of ``kind``: id, ``column`` as text, text_hash
+    (``sql/queries/stale_embeddings.sql``)."""
+    sql = sql_text("queries/stale_embeddings.sql").format(table=table, column=column)
+    if ids is None:
+        return store.fetch_df(sql, {"kind": kind, "model": model})
+    return store.fetch_df(
+        f"SELECT * FROM ({sql}) s WHERE s.id = ANY(CAST(:ids AS TEXT[])) ORDER BY s.id",
+        {"kind": kind, "model": model, "ids": list(ids) or [""]},
+    )
+
+
+def vector_count(store: Store, kind: str, model: str) -> int:
+    """How many vectors of ``kind`` and ``model`` are stored."""
+    return int(
+        store.fetch(
+            "SELECT count(*) FROM embeddings WHERE target_kind = :k AND model = :m",
+            {"k": kind, "m": model},
+        )[0][0]
+    )
+
+
+def stored_vectors(
+    store: Store, kind: str, model: str, ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The stored vectors of ``kind`` and ``model`` (of ``ids`` when given) by target id:
+    target_id, vector (bytes)."""
+    only = "" if ids is None else " AND target_id = ANY(CAST(:ids AS TEXT[]))"
+    return store.fetch_df(
+        "SELECT target_id, vector FROM embeddings WHERE target_kind = :k AND model = :m"
+        f"{only} ORDER BY target_id",
+        {"k": kind, "m": model} | ({} if ids is None else {"ids": list(ids) or [""]}),
+    )
