@@ -15,6 +15,8 @@ import polars as pl
 
 from memvault.stage import Verdict
 from memvault.store import Store
+from memvault.store.queries.audit import rows_written_by
+from memvault.store.queries.triples import triples_by_id_in_order
 
 TRIPLE_STATUSES = ["active", "superseded", "merged", "expired", "invalidated", "archived", "held"]
 #: The triple columns the suite reads (its columns and its row conditions' ``status``). Only
@@ -142,12 +144,7 @@ def validate_triples(store: Store, triple_ids: list[str] | None = None) -> Quali
     unread = _columns_checked(expectations) - set(TRIPLE_COLUMNS)
     if unread:  # a new expectation names a column the projection below would leave out
         raise ValueError(f"TRIPLE_COLUMNS lacks {sorted(unread)}")
-    where, params = "", None
-    if triple_ids is not None:
-        where, params = "WHERE id = ANY(CAST(:ids AS TEXT[]))", {"ids": triple_ids}
-    frame = store.fetch_df(
-        f"SELECT {', '.join(TRIPLE_COLUMNS)} FROM triples {where} ORDER BY id", params
-    )
+    frame = triples_by_id_in_order(store, TRIPLE_COLUMNS, triple_ids)
     if frame.is_empty() and triple_ids is not None:
         return QualityResult(True, 0, [], 0)
     if frame.is_empty():
@@ -220,14 +217,7 @@ def validate_table(store: Store, table: str, *, changed_by: str | None = None) -
     if table == "triples":
         return validate_triples(store)
     build, columns = SUITES[table]
-    where, params = "", None
-    if changed_by is not None:
-        where = (
-            "WHERE id IN (SELECT target_id FROM audit_log WHERE run_id = :run "
-            "AND target_table = :table)"
-        )
-        params = {"run": changed_by, "table": table}
-    frame = store.fetch_df(f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY id", params)
+    frame = rows_written_by(store, table, columns, changed_by)
     if frame.is_empty() and changed_by is not None:
         return QualityResult(True, 0, [], 0)
     if frame.is_empty():

@@ -56,6 +56,7 @@ MOVED = (
     "memvault/artifacts.py",
     "memvault/recall/log.py",
     "memvault/vectors.py",
+    "memvault/quality.py",
 )
 
 

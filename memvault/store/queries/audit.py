@@ -6,6 +6,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+import polars as pl
+
 from memvault.store.store import Store
 
 
@@ -114,3 +116,18 @@ def last_run_that_did(
         params["since"] = since
     rows = store.fetch(sql + " ORDER BY a.id DESC LIMIT 1", params)
     return rows[0][0] if rows else None
+
+
+def rows_written_by(
+    store: Store, table: str, columns: Sequence[str], run_id: str | None = None
+) -> pl.DataFrame:
+    """``columns`` of ``table``'s rows by id: those the audit rows of ``run_id`` name when
+    given (what that run wrote), else every row."""
+    where, params = "", None
+    if run_id is not None:
+        where = (
+            "WHERE id IN (SELECT target_id FROM audit_log WHERE run_id = :run "
+            "AND target_table = :table)"
+        )
+        params = {"run": run_id, "table": table}
+    return store.fetch_df(f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY id", params)

@@ -20,6 +20,16 @@ def triples_by_id(store: Store, ids: Sequence[str], columns: str | Iterable[str]
     )
 
 
+def triples_by_id_in_order(
+    store: Store, columns: Iterable[str], ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Every triple (those among ``ids`` when given), of any status, with ``columns``, by id."""
+    where, params = "", None
+    if ids is not None:
+        where, params = "WHERE id = ANY(CAST(:ids AS TEXT[]))", {"ids": list(ids)}
+    return store.fetch_df(f"SELECT {', '.join(columns)} FROM triples {where} ORDER BY id", params)
+
+
 def active_triple_ids(store: Store, ids: Sequence[str]) -> set[str]:
     """The ids among ``ids`` whose triple is active (believed now)."""
     rows = store.fetch(
