@@ -36,6 +36,7 @@ import polars as pl
 
 from memvault.store import Store
 from memvault.store.queries.blocks import block_ages
+from memvault.store.queries.recall import boosts_until, recalls_until
 
 #: Days over which one recall's extension of the half-life wears off.
 ACCESS_WINDOW_DAYS = 30.0
@@ -131,10 +132,7 @@ def recall_accesses(
     store: Store, now: dt.datetime, block_ids: Sequence[str] | None
 ) -> pl.DataFrame:
     """One row per (recall, returned block) up to ``now``: block_id, created_at, verdict."""
-    recalls = store.fetch_df(
-        "SELECT created_at, verdict, result_ids FROM recall_log WHERE created_at <= :now",
-        {"now": now},
-    )
+    recalls = recalls_until(store, now)
     if recalls.is_empty():
         return pl.DataFrame(
             schema={"block_id": pl.Utf8, "created_at": pl.Datetime("us"), "verdict": pl.Float64}
@@ -187,15 +185,7 @@ def block_weights(
 def boosts(store: Store, now: dt.datetime, block_ids: Sequence[str] | None = None) -> pl.DataFrame:
     """The owner's +/− per block up to ``now`` (``boost`` and ingested ``thumbs``):
     block_id, feedback_boost."""
-    only = "" if block_ids is None else "AND target_id = ANY(:ids)"
-    params: dict[str, Any] = {"now": now}
-    if block_ids is not None:
-        params["ids"] = list(block_ids) or [""]
-    frame = store.fetch_df(
-        "SELECT target_id AS block_id, sum(value) AS feedback_boost FROM feedback "
-        f"WHERE kind IN ('boost', 'thumbs') AND created_at <= :now {only} GROUP BY target_id",
-        params,
-    )
+    frame = boosts_until(store, now, block_ids)
     schema = {"block_id": pl.Utf8, "feedback_boost": pl.Float64}
     return pl.DataFrame(schema=schema) if frame.is_empty() else frame.cast(schema)  # type: ignore[arg-type]
 

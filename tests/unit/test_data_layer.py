@@ -57,6 +57,7 @@ MOVED = (
     "memvault/recall/log.py",
     "memvault/vectors.py",
     "memvault/quality.py",
+    "memvault/lifecycle/weights.py",
 )
 
 

@@ -372,3 +372,30 @@ def stored_vectors(
         f"{only} ORDER BY target_id",
         {"k": kind, "m": model} | ({} if ids is None else {"ids": list(ids) or [""]}),
     )
+
+
+# -- what the usage weights read (:mod:`memvault.lifecycle.weights`) ---------------------------
+
+
+def recalls_until(store: Store, now: dt.datetime) -> pl.DataFrame:
+    """Every recall logged up to ``now``: created_at, verdict, result_ids (JSON list text)."""
+    return store.fetch_df(
+        "SELECT created_at, verdict, result_ids FROM recall_log WHERE created_at <= :now",
+        {"now": now},
+    )
+
+
+def boosts_until(
+    store: Store, now: dt.datetime, block_ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """The sum of the owner's ``boost`` and ingested ``thumbs`` feedback per block up to
+    ``now`` (of ``block_ids`` when given): block_id, feedback_boost."""
+    only = "" if block_ids is None else "AND target_id = ANY(:ids)"
+    params: dict[str, Any] = {"now": now}
+    if block_ids is not None:
+        params["ids"] = list(block_ids) or [""]
+    return store.fetch_df(
+        "SELECT target_id AS block_id, sum(value) AS feedback_boost FROM feedback "
+        f"WHERE kind IN ('boost', 'thumbs') AND created_at <= :now {only} GROUP BY target_id",
+        params,
+    )
