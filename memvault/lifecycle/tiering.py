@@ -42,7 +42,12 @@ from memvault.lifecycle.weights import block_weights, effective_age_days
 from memvault.normalize import utcnow
 from memvault.stage import Verdict
 from memvault.store import Store
-from memvault.store.queries.blocks import digested_block_count
+from memvault.store.queries.blocks import (
+    active_blocks_to_tier,
+    block_texts_and_summaries,
+    digested_block_count,
+    digested_blocks_with_tiering_audit,
+)
 from memvault.store.tracked import tracked_run
 
 TIERS: tuple[str, ...] = ("hot", "warm", "cold", "frozen")
@@ -141,9 +146,7 @@ def plan_tiering(
     """The tier every active block should be in as of ``now``; reads only, asks nothing."""
     now = now or utcnow()
     config = config or TierConfig()
-    blocks = store.fetch_df(
-        "SELECT id, tier, pinned, digest_kind, created_at FROM blocks WHERE status = 'active'"
-    )
+    blocks = active_blocks_to_tier(store)
     schema = {
         "id": pl.Utf8,
         "tier": pl.Utf8,
@@ -248,9 +251,7 @@ def _digest_updates(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The new text, summary and digest_kind of the demoted rows that need a digest, and the
     full text (id, text) of those whose text becomes a digest for the first time."""
-    current = store.fetch_df(
-        "SELECT id, text, summary FROM blocks WHERE id = ANY(:ids)", {"ids": rows["id"].to_list()}
-    )
+    current = block_texts_and_summaries(store, rows["id"].to_list())
     texts = dict(zip(current["id"].to_list(), current["text"].to_list(), strict=True))
     summaries = dict(zip(current["id"].to_list(), current["summary"].to_list(), strict=True))
     digests = digest_blocks(
@@ -368,12 +369,7 @@ def digest_violations(store: Store) -> pl.DataFrame:
     """Blocks whose digest breaks the one-way promise: a digest with no tiering row in the audit
     log (the full text would be gone), a summary over the limit, or a headline over one line.
     Columns id, tier, digest_kind, problem; empty when every digest is sound."""
-    rows = store.fetch_df(
-        "SELECT b.id, b.tier, b.digest_kind, b.text, b.summary, a.n AS audited "
-        "FROM blocks b LEFT JOIN (SELECT target_id, count(*) AS n FROM audit_log "
-        "WHERE target_table = 'blocks' AND phase = 'tiering' GROUP BY target_id) a "
-        "ON a.target_id = b.id WHERE b.digest_kind IS NOT NULL"
-    )
+    rows = digested_blocks_with_tiering_audit(store)
     if rows.is_empty():
         return pl.DataFrame(
             schema={"id": pl.Utf8, "tier": pl.Utf8, "digest_kind": pl.Utf8, "problem": pl.Utf8}

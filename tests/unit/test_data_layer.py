@@ -58,6 +58,7 @@ MOVED = (
     "memvault/vectors.py",
     "memvault/quality.py",
     "memvault/lifecycle/weights.py",
+    "memvault/lifecycle/tiering.py",
 )
 
 

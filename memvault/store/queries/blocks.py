@@ -162,3 +162,32 @@ def active_blocks_to_tidy(store: Store) -> pl.DataFrame:
         "SELECT id, session_id, kind, role, text, importance, pinned, tier, status, tags, "
         "created_at FROM blocks WHERE status = 'active'"
     )
+
+
+# -- what tiering reads (:mod:`memvault.lifecycle.tiering`) ----------------------------------
+
+
+def active_blocks_to_tier(store: Store) -> pl.DataFrame:
+    """The active blocks with what their tier is planned from: id, tier, pinned, digest_kind,
+    created_at."""
+    return store.fetch_df(
+        "SELECT id, tier, pinned, digest_kind, created_at FROM blocks WHERE status = 'active'"
+    )
+
+
+def block_texts_and_summaries(store: Store, block_ids: Sequence[str]) -> pl.DataFrame:
+    """The text and summary of the blocks among ``block_ids``: id, text, summary."""
+    return store.fetch_df(
+        "SELECT id, text, summary FROM blocks WHERE id = ANY(:ids)", {"ids": list(block_ids)}
+    )
+
+
+def digested_blocks_with_tiering_audit(store: Store) -> pl.DataFrame:
+    """The blocks whose text is a digest, with the number of tiering audit rows each has (None
+    when none): id, tier, digest_kind, text, summary, audited."""
+    return store.fetch_df(
+        "SELECT b.id, b.tier, b.digest_kind, b.text, b.summary, a.n AS audited "
+        "FROM blocks b LEFT JOIN (SELECT target_id, count(*) AS n FROM audit_log "
+        "WHERE target_table = 'blocks' AND phase = 'tiering' GROUP BY target_id) a "
+        "ON a.target_id = b.id WHERE b.digest_kind IS NOT NULL"
+    )
