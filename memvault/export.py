@@ -14,6 +14,7 @@ from typing import IO, Any
 from memvault.interchange import MAPPINGS, rows_to_records
 from memvault.records import RECORD_TYPES
 from memvault.store import Store
+from memvault.store.queries.interchange import rows_after
 
 BATCH_ROWS = 50_000
 
@@ -24,10 +25,7 @@ def export_records(store: Store, types: Sequence[str] = RECORD_TYPES) -> Iterato
         table = MAPPINGS[type_name].table
         last = ""
         while True:
-            batch = store.fetch_df(
-                f"SELECT * FROM {table} WHERE id > :last ORDER BY id LIMIT {BATCH_ROWS}",
-                {"last": last},
-            )
+            batch = rows_after(store, table, last, BATCH_ROWS)
             if batch.is_empty():
                 break
             yield from rows_to_records(type_name, batch.iter_rows(named=True))

@@ -59,6 +59,7 @@ MOVED = (
     "memvault/quality.py",
     "memvault/lifecycle/weights.py",
     "memvault/lifecycle/tiering.py",
+    "memvault/export.py",
 )
 
 
