@@ -20,6 +20,7 @@ from memvault.normalize import utcnow
 from memvault.orphans import find_orphans as orphans_created_before
 from memvault.orphans import in_use, revivable, revive
 from memvault.store import Store
+from memvault.store.queries.graph import unarchived_edges_at
 
 
 @dataclass
@@ -70,14 +71,7 @@ def prune_orphans(
             action="archive",
             reason="orphan: no mention, fact or connected edge",
         )
-        edge_ids = [
-            row[0]
-            for row in store.fetch(
-                "SELECT id FROM edges WHERE status <> 'archived' "
-                "AND (source_id = ANY(:ids) OR target_id = ANY(:ids))",
-                {"ids": ids},
-            )
-        ]
+        edge_ids = unarchived_edges_at(store, ids)
         edges = (
             m.update_many(
                 "edges",

@@ -82,3 +82,31 @@ def test_an_entity_archived_for_another_reason_stays_archived(store: Store, tmp_
     h.ingest(store, tmp_path)
     assert _status(store, "babbage") == "archived"
     assert prune_orphans(store, "dream-orphans-1", YOUNG_IS_FINE).revived == 0
+
+
+def test_the_edges_at_an_archived_orphan_are_archived_and_only_those(
+    store: Store, tmp_path: Path
+) -> None:
+    _history_with_a_loner(store, tmp_path)
+    weights = dict.fromkeys(
+        ("co_occurrence", "session_overlap", "adamic_adar", "type_affinity",
+         "semantic_similarity", "composite_weight"), 0.1,
+    )  # fmt: skip
+    at = dt.datetime(2024, 2, 1)
+    edges = [
+        {"id": "e_pending", "source_id": "ada", "target_id": "babbage", "status": "pending"},
+        {"id": "e_gone", "source_id": "babbage", "target_id": "ada", "status": "archived"},
+    ]
+    with store.mutation("edges-by-hand", "manual") as m:
+        m.insert("edges", pl.DataFrame([{**e, **weights, "updated_at": at} for e in edges]))
+    pruned = prune_orphans(store, "dream-orphans-edges", YOUNG_IS_FINE)
+    assert pruned.archived == 1 and pruned.edges_archived == 1
+    assert _status(store, "babbage") == "archived" and _status(store, "ada") == "active"
+    assert store.fetch("SELECT id, status FROM edges ORDER BY id") == [
+        ("e_gone", "archived"),
+        ("e_pending", "archived"),
+    ]
+    [(archived_by,)] = store.fetch(
+        "SELECT run_id FROM audit_log WHERE target_table = 'edges' AND action = 'archive'"
+    )
+    assert archived_by == "dream-orphans-edges"

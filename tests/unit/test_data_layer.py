@@ -60,6 +60,7 @@ MOVED = (
     "memvault/lifecycle/weights.py",
     "memvault/lifecycle/tiering.py",
     "memvault/export.py",
+    "memvault/dream/prune.py",
 )
 
 

@@ -1,7 +1,9 @@
-"""The graph family (``centrality``, ``communities``): what the graph step computed of the
-entities, read by the stages that report on it."""
+"""The graph family (``centrality``, ``communities``, ``edges``): what the graph step computed
+of the entities, read by the stages that report on it, and the edges at an entity."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -41,3 +43,15 @@ def centrality_rank(store: Store, entity_id: str) -> tuple[int, int] | None:
         "SELECT count(*) FILTER (WHERE ppr < :p), count(*) FROM centrality", {"p": ppr[0][0]}
     )[0]
     return int(below), int(total)
+
+
+def unarchived_edges_at(store: Store, entity_ids: Sequence[str]) -> list[str]:
+    """The ids of the edges not archived with one end among ``entity_ids``."""
+    return [
+        str(row[0])
+        for row in store.fetch(
+            "SELECT id FROM edges WHERE status <> 'archived' "
+            "AND (source_id = ANY(:ids) OR target_id = ANY(:ids))",
+            {"ids": list(entity_ids)},
+        )
+    ]
