@@ -14,6 +14,12 @@ from pydantic import BaseModel, Field
 
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.lint import (
+    open_finding_counts,
+    open_findings_of_rules,
+    reopen_findings,
+    resolve_findings,
+)
 
 Severity = Literal["error", "warning", "info"]
 
@@ -155,35 +161,18 @@ def record_findings(
         },
     ).unique("id", keep="first")
     with store.transaction():
-        open_rows = store.fetch(
-            "SELECT id, rule, subject, evidence FROM lint_findings WHERE layer = :l "
-            "AND status = 'open' AND rule = ANY(CAST(:rules AS TEXT[]))",
-            {"l": layer, "rules": list(rules)},
-        )
+        open_rows = open_findings_of_rules(store, layer, rules)
         open_ids = {r[0] for r in open_rows if _rechecked(checked, r[1], r[2], r[3])}
         seen = set(frame["id"].to_list())
         gone = sorted(open_ids - seen)
         if gone:
-            store.backend.execute(
-                "UPDATE lint_findings SET status = 'resolved', resolved_at = :t "
-                "WHERE id = ANY(CAST(:ids AS TEXT[]))",
-                {"t": now, "ids": gone},
-            )
+            resolve_findings(store, gone, now)
         if frame.height:
-            store.backend.execute(
-                "UPDATE lint_findings SET status = 'open', resolved_at = NULL, run_id = :r "
-                "WHERE id = ANY(CAST(:ids AS TEXT[])) AND status = 'resolved'",
-                {"r": run_id, "ids": sorted(seen)},
-            )
+            reopen_findings(store, sorted(seen), run_id)
         inserted = store.backend.insert_df("lint_findings", frame)
     return len(inserted), len(gone)
 
 
 def open_findings(store: Store, layer: str | None = None) -> dict[str, int]:
     """Open findings per rule (of one layer, or all): what the last lint left unresolved."""
-    rows = store.fetch(
-        "SELECT rule, count(*) FROM lint_findings WHERE status = 'open' "
-        "AND (CAST(:l AS TEXT) IS NULL OR layer = :l) GROUP BY rule ORDER BY rule",
-        {"l": layer},
-    )
-    return {rule: int(n) for rule, n in rows}
+    return open_finding_counts(store, layer)

@@ -61,6 +61,7 @@ MOVED = (
     "memvault/lifecycle/tiering.py",
     "memvault/export.py",
     "memvault/dream/prune.py",
+    "memvault/lint/findings.py",
 )
 
 
