@@ -31,6 +31,7 @@ from memvault.review.intake import Intake, propose_archives, queue_low_confidenc
 from memvault.review.policy import ReviewPolicy
 from memvault.review.queue import expire_overdue
 from memvault.store import Store
+from memvault.store.queries.lint import open_contradictions, resolve_findings
 from memvault.store.queries.runs import last_run_with_stage
 from memvault.store.queries.triples import active_triple_ids
 from memvault.store.tracked import begun_run, tracked_run
@@ -132,9 +133,7 @@ def run_grounding(
 
 def settle_contradictions(store: Store) -> int:
     """Resolve open contradictions one of whose facts is no longer current."""
-    rows = store.fetch(
-        "SELECT id, evidence FROM lint_findings WHERE layer = 'L3' AND status = 'open'"
-    )
+    rows = open_contradictions(store)
     if not rows:
         return 0
     pairs = {fid: _pair(evidence) for fid, evidence in rows}
@@ -142,11 +141,7 @@ def settle_contradictions(store: Store) -> int:
     active = active_triple_ids(store, ids)
     settled = sorted(fid for fid, pair in pairs.items() if not set(pair) <= active)
     if settled:
-        store.backend.execute(
-            "UPDATE lint_findings SET status = 'resolved', resolved_at = :t "
-            "WHERE id = ANY(CAST(:ids AS TEXT[]))",
-            {"t": utcnow(), "ids": settled},
-        )
+        resolve_findings(store, settled, utcnow())
     return len(settled)
 
 
@@ -192,13 +187,8 @@ def run_semantic(
 
 def proposals_of_run(store: Store, run_id: str) -> list[Proposal]:
     """The changes this run's L3 findings propose (what L4 re-checks)."""
-    rows = store.fetch(
-        "SELECT evidence FROM lint_findings WHERE layer = 'L3' AND status = 'open' "
-        "AND run_id = :r ORDER BY id",
-        {"r": run_id},
-    )
     proposals = []
-    for (evidence,) in rows:
+    for _, evidence in open_contradictions(store, run_id):
         data = json.loads(evidence)
         if data.get("resolution") not in ("SUPERSEDE", "MERGE"):
             continue

@@ -62,6 +62,7 @@ MOVED = (
     "memvault/export.py",
     "memvault/dream/prune.py",
     "memvault/lint/findings.py",
+    "memvault/lint/run.py",
 )
 
 
