@@ -28,6 +28,7 @@ from memvault.normalize import utcnow
 from memvault.review.calibration import calibrate
 from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
+from memvault.store.queries.verdicts import unconfirmed_applied_verdicts
 from memvault.temporal.conflict.apply import apply_conflict_plan
 from memvault.temporal.conflict.candidates import flagged_rows
 from memvault.temporal.conflict.model import ConflictConfig, ConflictPlan
@@ -98,15 +99,7 @@ def lint_confirm(
     return report, applied
 
 
-_UNCONFIRMED_SQL = """
-SELECT id, verdict, confidence, decided_by, run_id, decided_at FROM conflict_verdicts
-WHERE status = 'applied' AND verdict IN ('MERGE', 'SUPERSEDE')
-  AND decided_by NOT IN ('rule', 'human') AND decided_by NOT LIKE '%, confirmed'
-ORDER BY decided_at
-"""
-
-
 def unconfirmed_changes(store: Store) -> pl.DataFrame:
     """Judged merges and supersessions applied on one judgment alone (neither a rule's, a
     human's, nor confirmed by a second judgment): there must be none."""
-    return store.fetch_df(_UNCONFIRMED_SQL)
+    return unconfirmed_applied_verdicts(store)

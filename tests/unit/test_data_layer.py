@@ -63,6 +63,7 @@ MOVED = (
     "memvault/dream/prune.py",
     "memvault/lint/findings.py",
     "memvault/lint/run.py",
+    "memvault/lint/confirm.py",
 )
 
 

@@ -19,3 +19,18 @@ def judged_pairs(store: Store, keys: list[str]) -> set[str]:
         {"ids": sorted(set(keys))},
     )
     return {str(r[0]) for r in rows}
+
+
+_UNCONFIRMED_SQL = """
+SELECT id, verdict, confidence, decided_by, run_id, decided_at FROM conflict_verdicts
+WHERE status = 'applied' AND verdict IN ('MERGE', 'SUPERSEDE')
+  AND decided_by NOT IN ('rule', 'human') AND decided_by NOT LIKE '%, confirmed'
+ORDER BY decided_at
+"""
+
+
+def unconfirmed_applied_verdicts(store: Store) -> pl.DataFrame:
+    """Applied merges and supersessions decided by one judgment alone (not a rule's, not a
+    human's, not confirmed by a second judgment): id, verdict, confidence, decided_by, run_id,
+    decided_at, by decision time."""
+    return store.fetch_df(_UNCONFIRMED_SQL)
