@@ -22,34 +22,11 @@ from memvault.lint.scope import Changed
 from memvault.orphans import find_orphans
 from memvault.references import dangling_references
 from memvault.store import Store
+from memvault.store.queries.triples import active_facts_of_predicates, malformed_triples
 from memvault.temporal.grounding import Grounding
 
 RULES = ("orphan", "cycle", "malformed", "dangling_reference")
 STATUSES = ("active", "superseded", "merged", "invalidated", "archived", "held")
-
-_MALFORMED_SQL = """
-SELECT * FROM (
-SELECT id, subject_id, predicate,
-       CASE
-         WHEN trim(object) = '' THEN 'empty object'
-         WHEN NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$') THEN 'predicate is not snake_case'
-         WHEN valid_at IS NOT NULL AND invalid_at IS NOT NULL AND invalid_at < valid_at
-           THEN 'ends before it starts'
-         WHEN status NOT IN ('active', 'superseded', 'merged', 'invalidated', 'archived', 'held')
-           THEN 'unknown status ' || status
-       END AS problem
-FROM triples {only}
-) t WHERE problem IS NOT NULL
-"""
-
-
-def _regexp(store: Store, sql: str) -> str:
-    """``regexp_matches`` is DuckDB's; PostgreSQL says ``~``."""
-    if store.kind == "postgresql":
-        return sql.replace(
-            "NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$')", "predicate !~ '^[a-z][a-z0-9_]*$'"
-        )
-    return sql
 
 
 def cycles(
@@ -64,11 +41,7 @@ def cycles(
     )
     if not acyclic:
         return []
-    edges = store.fetch_df(
-        "SELECT predicate, subject_id, object_id, id FROM triples WHERE status = 'active' "
-        "AND object_id IS NOT NULL AND predicate = ANY(CAST(:p AS TEXT[]))",
-        {"p": acyclic},
-    )
+    edges = active_facts_of_predicates(store, acyclic)
     found: list[Finding] = []
     for (predicate,), part in edges.partition_by("predicate", as_dict=True).items():
         graph = ig.Graph.TupleList(
@@ -116,16 +89,7 @@ def lint_structure(
         for r in orphans.iter_rows(named=True)
     ]  # fmt: skip
     report.findings += cycles(store, grounding, None if changed is None else changed.predicates)
-    if changed is None:
-        malformed = store.fetch_df(_regexp(store, _MALFORMED_SQL.format(only="")))
-    else:
-        malformed = store.fetch_df(
-            _regexp(
-                store,
-                _MALFORMED_SQL.format(only="WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))"),
-            ),
-            {"ids": sorted(changed.triples)},
-        )
+    malformed = malformed_triples(store, None if changed is None else sorted(changed.triples))
     report.findings += [
         Finding(layer="L1", rule="malformed", subject=r["id"],
                 evidence={"problem": r["problem"], "predicate": r["predicate"]}, severity="error")

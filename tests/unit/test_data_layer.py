@@ -64,6 +64,7 @@ MOVED = (
     "memvault/lint/findings.py",
     "memvault/lint/run.py",
     "memvault/lint/confirm.py",
+    "memvault/lint/structure.py",
 )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 import polars as pl
 
+from memvault.paths import sql_text
 from memvault.store.backends import in_list
 from memvault.store.store import Store
 
@@ -423,3 +424,28 @@ def current_facts_of(
         _CURRENT_FACTS_OF_SQL.format(rank=rank or "WHEN FALSE THEN 0"),
         {"ids": list(subject_ids), "n": limit},
     )
+
+
+# -- what the lint's structure layer reads (:mod:`memvault.lint.structure`) -------------------
+
+
+def active_facts_of_predicates(store: Store, predicates: Sequence[str]) -> pl.DataFrame:
+    """The active facts linking two entities under ``predicates``: predicate, subject_id,
+    object_id, id."""
+    return store.fetch_df(
+        "SELECT predicate, subject_id, object_id, id FROM triples WHERE status = 'active' "
+        "AND object_id IS NOT NULL AND predicate = ANY(CAST(:p AS TEXT[]))",
+        {"p": list(predicates)},
+    )
+
+
+def malformed_triples(store: Store, ids: Sequence[str] | None = None) -> pl.DataFrame:
+    """The malformed facts (of ``ids`` when given), whatever their status: id, subject_id,
+    predicate, problem (``sql/queries/malformed_triples.sql``)."""
+    only = "" if ids is None else "WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))"
+    sql = sql_text("queries/malformed_triples.sql").format(only=only)
+    if store.kind == "postgresql":  # regexp_matches is DuckDB's; PostgreSQL says ~
+        sql = sql.replace(
+            "NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$')", "predicate !~ '^[a-z][a-z0-9_]*$'"
+        )
+    return store.fetch_df(sql, None if ids is None else {"ids": list(ids)})
