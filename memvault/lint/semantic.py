@@ -32,6 +32,11 @@ from memvault.judge.base import Judge, ask_each
 from memvault.judge.tasks import JudgeTask
 from memvault.lint.findings import Finding, LintReport
 from memvault.store import Store
+from memvault.store.queries.triples import (
+    active_facts_in_groups_of,
+    active_triples_written_since,
+    facts_with_subject_names,
+)
 from memvault.store.queries.verdicts import judged_pairs
 from memvault.temporal.conflict.judge import ConflictReply
 from memvault.temporal.grounding import Grounding
@@ -141,29 +146,10 @@ class SemanticResult:
         }
 
 
-_NEW_TRIPLES_SQL = """
-SELECT t.id FROM triples t
-WHERE t.status = 'active' AND t.id IN (
-    SELECT target_id FROM audit_log
-    WHERE target_table = 'triples' AND action IN ('insert', 'ingest') {since})
-ORDER BY t.created_at DESC, t.id
-"""
-
-_GROUP_FACTS_SQL = """
-SELECT t.id, t.subject_id, t.predicate, t.object, t.created_at
-FROM triples t
-JOIN (SELECT DISTINCT subject_id, predicate FROM triples
-      WHERE id = ANY(CAST(:ids AS TEXT[])) AND predicate <> ALL(CAST(:functional AS TEXT[]))) g
-  ON g.subject_id = t.subject_id AND g.predicate = t.predicate
-WHERE t.status = 'active'
-"""
-
-
 def new_triples(store: Store, since: dt.datetime | None) -> list[str]:
     """Current facts the store learned after ``since`` (store time, from the audit log),
     newest first."""
-    clause, params = ("AND created_at > :since", {"since": since}) if since else ("", {})
-    return [r[0] for r in store.fetch(_NEW_TRIPLES_SQL.format(since=clause), params)]
+    return active_triples_written_since(store, since)
 
 
 def candidate_pairs(
@@ -186,7 +172,7 @@ def candidate_pairs(
     if not fresh or limit <= 0:
         return pl.DataFrame(), 0
     functional = sorted(p.name for p in grounding.predicates.values() if p.is_functional)
-    facts = store.fetch_df(_GROUP_FACTS_SQL, {"ids": fresh, "functional": functional})
+    facts = active_facts_in_groups_of(store, fresh, functional)
     if facts.height < 2:
         return pl.DataFrame(), 0
     facts = (
@@ -258,15 +244,7 @@ def lint_semantic(
     if pairs.is_empty():
         return result
     ids = sorted(set(pairs["a"].to_list()) | set(pairs["b"].to_list()))
-    facts = {
-        r["id"]: r
-        for r in store.fetch_df(
-            "SELECT t.id, t.predicate, t.object, t.valid_at, t.created_at, e.name AS subject "
-            "FROM triples t LEFT JOIN entities e ON e.id = t.subject_id "
-            "WHERE t.id = ANY(CAST(:ids AS TEXT[]))",
-            {"ids": ids},
-        ).iter_rows(named=True)
-    }
+    facts = {r["id"]: r for r in facts_with_subject_names(store, ids).iter_rows(named=True)}
 
     def statement(fid: str) -> SemanticStatement:
         row = facts[fid]

@@ -65,6 +65,7 @@ MOVED = (
     "memvault/lint/run.py",
     "memvault/lint/confirm.py",
     "memvault/lint/structure.py",
+    "memvault/lint/semantic.py",
 )
 
 

@@ -449,3 +449,49 @@ def malformed_triples(store: Store, ids: Sequence[str] | None = None) -> pl.Data
             "NOT regexp_matches(predicate, '^[a-z][a-z0-9_]*$')", "predicate !~ '^[a-z][a-z0-9_]*$'"
         )
     return store.fetch_df(sql, None if ids is None else {"ids": list(ids)})
+
+
+# -- what the lint's semantic layer reads (:mod:`memvault.lint.semantic`) ---------------------
+
+_NEW_TRIPLES_SQL = """
+SELECT t.id FROM triples t
+WHERE t.status = 'active' AND t.id IN (
+    SELECT target_id FROM audit_log
+    WHERE target_table = 'triples' AND action IN ('insert', 'ingest') {since})
+ORDER BY t.created_at DESC, t.id
+"""
+
+_GROUP_FACTS_SQL = """
+SELECT t.id, t.subject_id, t.predicate, t.object, t.created_at
+FROM triples t
+JOIN (SELECT DISTINCT subject_id, predicate FROM triples
+      WHERE id = ANY(CAST(:ids AS TEXT[])) AND predicate <> ALL(CAST(:functional AS TEXT[]))) g
+  ON g.subject_id = t.subject_id AND g.predicate = t.predicate
+WHERE t.status = 'active'
+"""
+
+
+def active_triples_written_since(store: Store, since: dt.datetime | None) -> list[str]:
+    """The active facts the audit log says were inserted or ingested after ``since`` (store
+    time; every one when None), newest first."""
+    clause, params = ("AND created_at > :since", {"since": since}) if since else ("", {})
+    return [str(r[0]) for r in store.fetch(_NEW_TRIPLES_SQL.format(since=clause), params)]
+
+
+def active_facts_in_groups_of(
+    store: Store, ids: Sequence[str], functional: Sequence[str]
+) -> pl.DataFrame:
+    """The active facts sharing a subject and predicate with one of ``ids``, predicates in
+    ``functional`` left out: id, subject_id, predicate, object, created_at."""
+    return store.fetch_df(_GROUP_FACTS_SQL, {"ids": list(ids), "functional": list(functional)})
+
+
+def facts_with_subject_names(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """The facts among ``ids`` with their subject's name: id, predicate, object, valid_at,
+    created_at, subject."""
+    return store.fetch_df(
+        "SELECT t.id, t.predicate, t.object, t.valid_at, t.created_at, e.name AS subject "
+        "FROM triples t LEFT JOIN entities e ON e.id = t.subject_id "
+        "WHERE t.id = ANY(CAST(:ids AS TEXT[]))",
+        {"ids": list(ids)},
+    )
