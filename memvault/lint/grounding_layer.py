@@ -19,7 +19,9 @@ from memvault.lint.findings import Finding, LintReport
 from memvault.lint.scope import Changed
 from memvault.profile.stated import WINDOW, divergences
 from memvault.store import Store
+from memvault.store.queries.entities import entities_with_only_retired_facts
 from memvault.store.queries.profile import latest_profile_day
+from memvault.store.queries.triples import values_per_subject
 from memvault.temporal.grounding import Grounding, grounding_violations
 
 RULES = ("grounding", "volatile_predicate", "stale_entity", "attention_divergence")
@@ -27,41 +29,11 @@ RULES = ("grounding", "volatile_predicate", "stale_entity", "attention_divergenc
 CHANGE_RATE = 0.3
 MIN_SUBJECTS = 3
 
-_CHANGES_SQL = """
-SELECT predicate, subject_id, count(DISTINCT coalesce(object_id, lower(object))) AS objects
-FROM triples
-WHERE status IN ('active', 'superseded') AND predicate = ANY(CAST(:p AS TEXT[]))
-GROUP BY predicate, subject_id
-"""
-
-#: The entities to look at, bound as ``:ids`` (an incremental lint).
-_ONLY = "WHERE {column} IN (SELECT unnest(CAST(:ids AS TEXT[])))"
-
-_STALE_SQL = """
-WITH touched AS (
-    SELECT subject_id AS id, status FROM triples {subjects}
-    UNION ALL
-    SELECT object_id, status FROM triples {objects}
-), facts AS (
-    SELECT id, bool_or(status = 'active') AS current, bool_or(status <> 'merged') AS kept
-    FROM touched WHERE id IS NOT NULL GROUP BY id
-)
-SELECT e.id, e.name FROM entities e JOIN facts f ON f.id = e.id
-WHERE e.status = 'active' AND f.kept AND NOT f.current
-  AND e.id NOT IN (SELECT entity_id FROM mentions WHERE entity_id IS NOT NULL)
-ORDER BY e.id
-"""
-
 
 def stale_entities(store: Store, ids: list[str] | None = None) -> pl.DataFrame:
     """Active entities whose facts are all retired and that nothing mentions: id, name (of
     ``ids`` only, when given)."""
-    if ids is None:
-        return store.fetch_df(_STALE_SQL.format(subjects="", objects=""))
-    sql = _STALE_SQL.format(
-        subjects=_ONLY.format(column="subject_id"), objects=_ONLY.format(column="object_id")
-    )
-    return store.fetch_df(sql, {"ids": ids})
+    return entities_with_only_retired_facts(store, ids)
 
 
 def volatile_predicates(
@@ -76,7 +48,7 @@ def volatile_predicates(
     )
     if not stable:
         return []
-    rows = store.fetch_df(_CHANGES_SQL, {"p": stable})
+    rows = values_per_subject(store, stable)
     if rows.is_empty():
         return []
     rates = rows.group_by("predicate").agg(

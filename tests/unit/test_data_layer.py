@@ -66,6 +66,7 @@ MOVED = (
     "memvault/lint/confirm.py",
     "memvault/lint/structure.py",
     "memvault/lint/semantic.py",
+    "memvault/lint/grounding_layer.py",
 )
 
 

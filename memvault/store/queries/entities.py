@@ -152,3 +152,37 @@ def active_entities_with_mentions(store: Store) -> pl.DataFrame:
         "LEFT JOIN (SELECT entity_id, count(*) AS n FROM mentions GROUP BY entity_id) m "
         "ON m.entity_id = e.id WHERE e.status = 'active'"
     )
+
+
+# -- what the lint's grounding layer reads (:mod:`memvault.lint.grounding_layer`) -------------
+
+#: The entities to look at, bound as ``:ids`` (an incremental lint).
+_ONLY = "WHERE {column} IN (SELECT unnest(CAST(:ids AS TEXT[])))"
+
+_STALE_SQL = """
+WITH touched AS (
+    SELECT subject_id AS id, status FROM triples {subjects}
+    UNION ALL
+    SELECT object_id, status FROM triples {objects}
+), facts AS (
+    SELECT id, bool_or(status = 'active') AS current, bool_or(status <> 'merged') AS kept
+    FROM touched WHERE id IS NOT NULL GROUP BY id
+)
+SELECT e.id, e.name FROM entities e JOIN facts f ON f.id = e.id
+WHERE e.status = 'active' AND f.kept AND NOT f.current
+  AND e.id NOT IN (SELECT entity_id FROM mentions WHERE entity_id IS NOT NULL)
+ORDER BY e.id
+"""
+
+
+def entities_with_only_retired_facts(
+    store: Store, ids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Active entities whose facts (as subject or object, merged ones aside) are all retired
+    and that nothing mentions, of ``ids`` when given: id, name, by id."""
+    if ids is None:
+        return store.fetch_df(_STALE_SQL.format(subjects="", objects=""))
+    sql = _STALE_SQL.format(
+        subjects=_ONLY.format(column="subject_id"), objects=_ONLY.format(column="object_id")
+    )
+    return store.fetch_df(sql, {"ids": list(ids)})

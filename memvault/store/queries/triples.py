@@ -495,3 +495,16 @@ def facts_with_subject_names(store: Store, ids: Sequence[str]) -> pl.DataFrame:
         "WHERE t.id = ANY(CAST(:ids AS TEXT[]))",
         {"ids": list(ids)},
     )
+
+
+def values_per_subject(store: Store, predicates: Sequence[str]) -> pl.DataFrame:
+    """How many distinct values (object entity, else lower-cased object) each subject held
+    under each of ``predicates``, current and superseded facts: predicate, subject_id,
+    objects."""
+    return store.fetch_df(
+        "SELECT predicate, subject_id, count(DISTINCT coalesce(object_id, lower(object))) "
+        "AS objects FROM triples "
+        "WHERE status IN ('active', 'superseded') AND predicate = ANY(CAST(:p AS TEXT[])) "
+        "GROUP BY predicate, subject_id",
+        {"p": list(predicates)},
+    )
