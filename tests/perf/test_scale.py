@@ -755,6 +755,16 @@ def test_every_nightly_stage_at_each_size(tmp_path: Path) -> None:
     assert not failed, "stages failed:\n" + "\n".join(failed)
 
 
+def merged(paths: list[Path]) -> dict[str, Any]:
+    """One payload of the rows of several runs' JSON (sizes measured in different runs, one
+    table); with more than one run each row keeps the commit it measured, shown by size."""
+    payloads = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    if len(payloads) == 1:
+        return payloads[0]
+    rows = [row | {"commit": p["commit"]} for p in payloads for row in p["rows"]]
+    return {"rows": sorted(rows, key=lambda r: r["sessions"])}
+
+
 def markdown(payload: dict[str, Any]) -> str:
     """The three-size table of docs/scale.md from a benchmark's JSON: per stage and size, CPU
     and wall seconds, peak RSS and the load average when the stage ended; the growth exponent
@@ -764,9 +774,10 @@ def markdown(payload: dict[str, Any]) -> str:
     _add_ratios(rows)
     sizes = sorted({r["sessions"] for r in rows})
     blocks = {r["sessions"]: r.get("blocks") for r in rows if r["stage"] == "ingest"}
+    commits = {r["sessions"]: r["commit"][:7] for r in rows if r.get("commit")}
     head = ["stage"]
     for n in sizes:
-        label = f"{blocks.get(n) or 0:,} blocks"
+        label = f"{blocks.get(n) or 0:,} blocks" + (f" at {commits[n]}" if n in commits else "")
         head += [f"{label}: CPU s / wall s / RSS MB (load)", "growth", "+1%/first"]
     out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     by_key = {(r["stage"], r["sessions"]): r for r in rows}
@@ -793,8 +804,8 @@ def markdown(payload: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "markdown":  # python -m tests.perf.test_scale markdown SCALE.json
-        print(markdown(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))))
+    if sys.argv[1] == "markdown":  # python -m tests.perf.test_scale markdown SCALE.json...
+        print(markdown(merged([Path(name) for name in sys.argv[2:]])))
     elif sys.argv[1] == "history":
         _history_child(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
     else:
