@@ -18,7 +18,7 @@ high-water mark it read up to, which the next lint starts from, and whether it w
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,32 +26,21 @@ import polars as pl
 
 from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.store.queries.runs import last_run_with_stage
+from memvault.store.queries.audit import latest_audit_id, watched_changes
+from memvault.store.queries.lint import (
+    blocks_under_as_text,
+    edge_ends_as_text,
+    facts_at_entities_as_text,
+    facts_by_id_as_text,
+    mentions_touching_as_text,
+)
+from memvault.store.queries.runs import last_run_with_stage, succeeded_run_ids_since
+from memvault.store.queries.triples import triple_count
 
 #: The tables whose rows the structure and grounding rules judge or follow.
 WATCHED = ("triples", "entities", "mentions", "blocks", "edges", "sessions")
 #: Past this share of the store's facts changed, a whole pass costs no more than the scope.
 FULL_WHEN_SHARE = 0.5
-
-_AUDIT_SQL = """
--- What the audit log names in (lo, hi] of the watched tables, with the images the scope reads
--- (an edge only when it appeared, went or changed status: the graph's nightly refresh
--- rewrites thousands of weights, which change no entity's standing).
-SELECT target_table, target_id,
-       CASE WHEN target_table IN ('triples', 'mentions', 'edges') THEN before_image END
-           AS before_image
-FROM audit_log
-WHERE id > :lo AND id <= :hi AND target_table IN (SELECT unnest(CAST(:tables AS TEXT[])))
-  AND (target_table <> 'edges' OR before_image IS NULL OR after_image IS NULL
-       OR (CAST(before_image AS JSON) ->> 'status')
-          IS DISTINCT FROM (CAST(after_image AS JSON) ->> 'status'))
-"""
-
-
-def among(column: str, name: str = "ids") -> str:
-    """``column`` is one of the ids bound as ``:name`` (a join, not a scan of the list per
-    row: thousands of ids cost what a few do)."""
-    return f"{column} IN (SELECT unnest(CAST(:{name} AS TEXT[])))"
 
 
 @dataclass(frozen=True)
@@ -119,7 +108,7 @@ def lint_scope(
     """The scope of this lint's ``layer`` (``L1`` or ``L2``): what changed since the last
     succeeded lint that ran it, or every row. ``read``: how the changes of an audit range are
     read (:func:`changed_since`)."""
-    audit_id = int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
+    audit_id = latest_audit_id(store)
     if full:
         return LintScope(None, audit_id, None, "whole-store lint requested")
     last = _scope_of(last_run_with_stage(store, "lint", layer), layer)
@@ -128,17 +117,14 @@ def lint_scope(
     if full_every_days <= 0:
         return LintScope(None, audit_id, None, "every lint checks the whole store")
     cut = (now or utcnow()) - dt.timedelta(days=full_every_days)
-    recent = store.fetch(
-        "SELECT id FROM runs WHERE kind = 'lint' AND status = 'succeeded' AND started_at >= :cut",
-        {"cut": cut},
-    )
-    if not any(_scope_of(store.run(r), layer).get("scope") == "full" for (r,) in recent):
+    recent = succeeded_run_ids_since(store, "lint", cut)
+    if not any(_scope_of(store.run(r), layer).get("scope") == "full" for r in recent):
         return LintScope(
             None, audit_id, None, f"no whole-store lint in the last {full_every_days:g} days"
         )
     lo = int(last["audit_id"])
     changed = (read or (lambda a, b: changed_since(store, a, b)))(lo, audit_id)
-    facts = int(store.fetch("SELECT count(*) FROM triples")[0][0])
+    facts = triple_count(store)
     if len(changed.triples) > FULL_WHEN_SHARE * facts:
         share = f"{len(changed.triples):,} of {facts:,} facts changed"
         return LintScope(None, audit_id, lo, f"{share}: the whole store is checked")
@@ -180,18 +166,9 @@ def _ids(frame: pl.DataFrame, *columns: str) -> set[str]:
     return {str(v) for c in columns for v in frame[c].to_list() if v is not None}
 
 
-def _rows(store: Store, sql: str, ids: Iterable[str]) -> pl.DataFrame:
-    """``sql`` (with ``:ids``) for the given ids, every column as text."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return pl.DataFrame()
-    frame = store.fetch_df(sql, {"ids": wanted})
-    return frame.cast({c: pl.Utf8 for c in frame.columns}) if frame.height else frame
-
-
 def changed_since(store: Store, lo: int, hi: int) -> Changed:
     """What the audit log names in ``(lo, hi]``, widened to what the rules judge with it."""
-    audit = store.fetch_df(_AUDIT_SQL, {"lo": lo, "hi": hi, "tables": list(WATCHED)})
+    audit = watched_changes(store, lo, hi, WATCHED)
     if audit.is_empty():
         return Changed(frozenset(), frozenset(), frozenset(), frozenset())
     audit = audit.cast({c: pl.Utf8 for c in audit.columns})
@@ -211,30 +188,13 @@ def changed_since(store: Store, lo: int, hi: int) -> Changed:
             if v is not None
         }
 
-    facts = _rows(
-        store,
-        f"SELECT id, subject_id, object_id, predicate FROM triples WHERE {among('id')}",
-        written["triples"],
+    facts = facts_by_id_as_text(store, written["triples"])
+    of_entities = facts_at_entities_as_text(store, written["entities"])
+    mentions = mentions_touching_as_text(
+        store, written["mentions"] | written["entities"] | written["blocks"]
     )
-    of_entities = _rows(
-        store,
-        f"SELECT id FROM triples WHERE {among('subject_id')} OR {among('object_id')}",
-        written["entities"],
-    )
-    mentions = _rows(
-        store,
-        f"SELECT id, entity_id FROM mentions WHERE {among('id')} OR {among('entity_id')} "
-        f"OR {among('block_id')}",
-        written["mentions"] | written["entities"] | written["blocks"],
-    )
-    edges = _rows(
-        store, f"SELECT source_id, target_id FROM edges WHERE {among('id')}", written["edges"]
-    )
-    blocks = _rows(
-        store,
-        f"SELECT id FROM blocks WHERE {among('session_id')} OR {among('parent_id')}",
-        written["sessions"] | written["blocks"],
-    )
+    edges = edge_ends_as_text(store, written["edges"])
+    blocks = blocks_under_as_text(store, written["sessions"] | written["blocks"])
     entities = written["entities"] | was("triples", "subject_id", "object_id")
     entities |= was("mentions", "entity_id") | was("edges", "source_id", "target_id")
     if facts.height:

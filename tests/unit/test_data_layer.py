@@ -67,6 +67,7 @@ MOVED = (
     "memvault/lint/structure.py",
     "memvault/lint/semantic.py",
     "memvault/lint/grounding_layer.py",
+    "memvault/lint/scope.py",
 )
 
 

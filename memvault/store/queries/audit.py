@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from memvault.paths import sql_text
 from memvault.store.store import Store
 
 
@@ -131,3 +132,18 @@ def rows_written_by(
         )
         params = {"run": run_id, "table": table}
     return store.fetch_df(f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY id", params)
+
+
+def latest_audit_id(store: Store) -> int:
+    """The id of the newest audit row (0 when there is none): a mark later changes follow."""
+    return int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
+
+
+def watched_changes(store: Store, lo: int, hi: int, tables: Sequence[str]) -> pl.DataFrame:
+    """The audit rows in ``(lo, hi]`` of ``tables`` an incremental lint follows: target_table,
+    target_id, before_image (of triples, mentions and edges only; an edge only when its
+    status changed), from ``sql/queries/lint_watched_changes.sql``."""
+    return store.fetch_df(
+        sql_text("queries/lint_watched_changes.sql"),
+        {"lo": lo, "hi": hi, "tables": list(tables)},
+    )

@@ -160,3 +160,12 @@ def latest_artifact_id(store: Store, kind: str) -> str | None:
         {"k": kind},
     )
     return str(rows[0][0]) if rows else None
+
+
+def succeeded_run_ids_since(store: Store, kind: str, since: dt.datetime) -> list[str]:
+    """The ids of the runs of ``kind`` that succeeded and started at or after ``since``."""
+    rows = store.fetch(
+        "SELECT id FROM runs WHERE kind = :k AND status = 'succeeded' AND started_at >= :cut",
+        {"k": kind, "cut": since},
+    )
+    return [str(r[0]) for r in rows]

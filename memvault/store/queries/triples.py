@@ -316,6 +316,11 @@ def fact_counts(store: Store) -> dict[str, int]:
     return {"current": int(row[0]), "all": int(row[1])}
 
 
+def triple_count(store: Store) -> int:
+    """How many facts the store holds, whatever their status."""
+    return int(store.fetch("SELECT count(*) FROM triples")[0][0])
+
+
 def subject_statements(
     store: Store, subject_id: str, columns: Sequence[str], predicate: str | None = None
 ) -> pl.DataFrame:
