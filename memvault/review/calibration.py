@@ -17,6 +17,7 @@ from typing import Any
 
 from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
+from memvault.store.queries.review import human_verdicts
 
 #: Lower edges of the confidence bands (a confidence falls in the last band whose edge it reaches).
 BANDS: tuple[float, ...] = (0.0, 0.8, 0.85, 0.9, 0.95)
@@ -90,9 +91,4 @@ def replay(policy: ReviewPolicy, decisions: Iterable[tuple[str, float | None, st
 
 def calibrate(store: Store, policy: ReviewPolicy) -> Calibration:
     """The calibration the human decisions recorded in the store lead to."""
-    rows = store.fetch(
-        "SELECT kind, confidence, decision FROM review_queue "
-        "WHERE decided_by = 'human' AND decision IN ('correct', 'wrong') "
-        "ORDER BY decided_at, id"
-    )
-    return replay(policy, rows)
+    return replay(policy, human_verdicts(store))

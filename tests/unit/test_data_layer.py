@@ -68,6 +68,7 @@ MOVED = (
     "memvault/lint/semantic.py",
     "memvault/lint/grounding_layer.py",
     "memvault/lint/scope.py",
+    "memvault/review/calibration.py",
 )
 
 

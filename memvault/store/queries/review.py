@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
@@ -116,3 +117,13 @@ def decisions_by_decider(store: Store) -> dict[str, int]:
         "WHERE decided_by IS NOT NULL GROUP BY decided_by ORDER BY decided_by"
     )
     return {str(who): int(n) for who, n in rows}
+
+
+def human_verdicts(store: Store) -> list[tuple[Any, ...]]:
+    """The items a human judged ``correct`` or ``wrong``, in the order decided: (kind,
+    confidence, decision), what the calibration replays."""
+    return store.fetch(
+        "SELECT kind, confidence, decision FROM review_queue "
+        "WHERE decided_by = 'human' AND decision IN ('correct', 'wrong') "
+        "ORDER BY decided_at, id"
+    )
