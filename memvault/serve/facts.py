@@ -16,6 +16,7 @@ from typing import Any
 from memvault.errors import MemvaultError
 from memvault.recall.entities import EntityMatcher
 from memvault.store import Store
+from memvault.store.queries.triples import held_predicates
 from memvault.temporal.asof import SubjectNotFoundError, asof, resolve_subject
 from memvault.temporal.grounding import Grounding
 
@@ -40,8 +41,7 @@ def subject_of(store: Store, matcher: EntityMatcher, subject: str) -> tuple[str,
 
 def known_predicates(store: Store) -> list[str]:
     """Every kind of fact memory defines or holds."""
-    held = {str(r[0]) for r in store.fetch("SELECT DISTINCT predicate FROM triples")}
-    return sorted(held | set(Grounding.load().predicates))
+    return sorted(held_predicates(store) | set(Grounding.load().predicates))
 
 
 def answer_asof(

@@ -69,6 +69,7 @@ MOVED = (
     "memvault/lint/grounding_layer.py",
     "memvault/lint/scope.py",
     "memvault/review/calibration.py",
+    "memvault/serve/facts.py",
 )
 
 

@@ -321,6 +321,11 @@ def triple_count(store: Store) -> int:
     return int(store.fetch("SELECT count(*) FROM triples")[0][0])
 
 
+def held_predicates(store: Store) -> set[str]:
+    """Every predicate a fact of any status uses."""
+    return {str(r[0]) for r in store.fetch("SELECT DISTINCT predicate FROM triples")}
+
+
 def subject_statements(
     store: Store, subject_id: str, columns: Sequence[str], predicate: str | None = None
 ) -> pl.DataFrame:
