@@ -15,6 +15,7 @@ from typing import Any
 
 from memvault.errors import MemvaultError
 from memvault.store import Store
+from memvault.store.queries.runs import other_running_runs
 
 DREAM_KINDS = ("dream", "dream-dry-run")
 
@@ -30,11 +31,7 @@ def begin_dream(store: Store, run_id: str, kind: str, params: Mapping[str, Any])
     with store.exclusive(f"memvault-dream:{store.url}"):
         notes = store.fail_abandoned_runs(DREAM_KINDS)
         ensure_going_on(store, run_id)
-        others = store.fetch(
-            "SELECT id, host, pid, started_at FROM runs WHERE kind IN ('dream', 'dream-dry-run') "
-            "AND status = 'running' AND id <> :id ORDER BY started_at",
-            {"id": run_id},
-        )
+        others = other_running_runs(store, DREAM_KINDS, run_id)
         if others:
             other, host, pid, started = others[0]
             raise DreamInProgress(

@@ -70,6 +70,7 @@ MOVED = (
     "memvault/lint/scope.py",
     "memvault/review/calibration.py",
     "memvault/serve/facts.py",
+    "memvault/dream/exclusive.py",
 )
 
 

@@ -169,3 +169,15 @@ def succeeded_run_ids_since(store: Store, kind: str, since: dt.datetime) -> list
         {"k": kind, "cut": since},
     )
     return [str(r[0]) for r in rows]
+
+
+def other_running_runs(
+    store: Store, kinds: Sequence[str], other_than: str
+) -> list[tuple[Any, ...]]:
+    """The runs of ``kinds`` still running besides ``other_than``, oldest first: (id, host,
+    pid, started_at)."""
+    return store.fetch(
+        "SELECT id, host, pid, started_at FROM runs WHERE kind = ANY(CAST(:kinds AS TEXT[])) "
+        "AND status = 'running' AND id <> :id ORDER BY started_at",
+        {"kinds": list(kinds), "id": other_than},
+    )
