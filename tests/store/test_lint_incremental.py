@@ -131,3 +131,41 @@ def test_the_whole_store_pass_sees_a_row_changed_behind_the_store_s_back(
     assert lint_scope(store, "L1", now=later).full
     assert not lint_scope(store, "L1", now=utcnow()).full
     assert lint_scope(store, "L1", full_every_days=0).full
+
+
+def test_a_tier_move_re_checks_nothing_and_a_moved_block_is_re_checked(
+    store: Store, tmp_path: Path
+) -> None:
+    """Tiering rewrites every block's tier after a first lint (a million audit rows at 1M
+    blocks): no rule reads a tier, so the next lint's scope must stay empty; a block moved to
+    another session holds a changed reference and is re-checked."""
+    import polars as pl
+
+    h = History()
+    h.entity("ada", "Ada")
+    h.fact("t1", "ada", "prefers", "tea", created="2025-01-02", text="Ada prefers tea.")
+    h.fact("t2", "ada", "prefers", "jazz", created="2025-01-03", text="Ada likes jazz.")
+    h.ingest(store, tmp_path)
+    _lint(store, ScriptedJudge({"detect_contradiction": _contradicts}))
+    run = store.begin_run("tiering")
+    with store.mutation(run, "tiering") as m:
+        m.update_many(
+            "blocks",
+            pl.DataFrame({"id": ["blk_t1", "blk_t2"], "tier": ["warm", "warm"]}),
+            action="demote",
+            reason="test",
+        )
+    store.finish_run(run, "succeeded")
+    after_tiering = _lint(store, ScriptedJudge({}))
+    assert _scope(store, after_tiering, "L1")["references"] == 0
+    run = store.begin_run("repair")
+    with store.mutation(run, "repair") as m:
+        m.update_many(
+            "blocks",
+            pl.DataFrame({"id": ["blk_t1"], "session_id": ["ses_2025-01-03"]}),
+            action="move",
+            reason="test",
+        )
+    store.finish_run(run, "succeeded")
+    after_move = _lint(store, ScriptedJudge({}))
+    assert _scope(store, after_move, "L1")["references"] >= 1
