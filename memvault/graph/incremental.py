@@ -18,6 +18,7 @@ from memvault.graph.config import GraphConfig
 from memvault.graph.inputs import Graph, Inputs, categories, code
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.audit import changes_in
 
 CURSOR_KEY = "graph_edges"
 #: Above this share of recomputed pairs (or of changed rows among the mentions, with at least
@@ -82,35 +83,13 @@ _CHANGES_SCHEMA: dict[str, Any] = {
 }
 
 
-def _json_text(store: Store, column: str, key: str) -> str:
-    """SQL for the text under ``key`` of a JSON text column (each backend spells it its way)."""
-    if store.backend.name == "duckdb":
-        return f"json_extract_string({column}, '$.{key}')"
-    return f"(({column})::json ->> '{key}')"
-
-
 def graph_changes(store: Store, cursor: dict[str, Any], audit_hw: int) -> pl.DataFrame:
     """The audit rows since the cursor (up to ``audit_hw``) that changed what the edges read:
     new rows, and updates whose images differ in a column of ``GRAPH_COLUMNS`` (compared in
     the database: a first tiering pass's images, with their texts, stay there). Columns
     target_table, target_id, and before_image for mentions (where a mention counted)."""
-    moved = " OR ".join(
-        f"(target_table = '{table}' AND ("
-        + " OR ".join(
-            f"{_json_text(store, 'before_image', c)} IS DISTINCT FROM "
-            f"{_json_text(store, 'after_image', c)}"
-            for c in columns
-        )
-        + "))"
-        for table, columns in GRAPH_COLUMNS.items()
-    )
-    audit = store.fetch_df(
-        "SELECT target_table, target_id, "
-        "CASE WHEN target_table = 'mentions' THEN before_image END AS before_image "
-        "FROM audit_log WHERE id > :lo AND id <= :hi "
-        "AND target_table IN ('mentions', 'blocks', 'entities') "
-        f"AND (before_image IS NULL OR after_image IS NULL OR {moved})",
-        {"lo": int(cursor.get("audit_id", 0)), "hi": audit_hw},
+    audit = changes_in(
+        store, int(cursor.get("audit_id", 0)), audit_hw, GRAPH_COLUMNS, images=("mentions",)
     )
     if audit.is_empty():
         return pl.DataFrame(schema=_CHANGES_SCHEMA)

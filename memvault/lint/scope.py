@@ -26,7 +26,7 @@ import polars as pl
 
 from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.store.queries.audit import latest_audit_id, watched_changes
+from memvault.store.queries.audit import changes_in, latest_audit_id
 from memvault.store.queries.lint import (
     blocks_under_as_text,
     edge_ends_as_text,
@@ -37,8 +37,21 @@ from memvault.store.queries.lint import (
 from memvault.store.queries.runs import last_run_with_stage, succeeded_run_ids_since
 from memvault.store.queries.triples import triple_count
 
-#: The tables whose rows the structure and grounding rules judge or follow.
-WATCHED = ("triples", "entities", "mentions", "blocks", "edges", "sessions")
+#: The tables whose rows the structure and grounding rules judge or follow, and the columns
+#: they read where not every change counts: an edge only when it appeared, went or changed
+#: status (the graph's nightly refresh rewrites thousands of weights, which change no
+#: entity's standing); a block only when it appeared, went, or changed status or what it
+#: refers to (tiering rewrites every block's tier and text, which no rule reads).
+WATCHED: dict[str, tuple[str, ...] | None] = {
+    "triples": None,
+    "entities": None,
+    "mentions": None,
+    "blocks": ("status", "session_id", "parent_id"),
+    "edges": ("status",),
+    "sessions": None,
+}
+#: The tables whose before-images the scope reads (what a fact, mention or edge named).
+WITH_IMAGES = ("triples", "mentions", "edges")
 #: Past this share of the store's facts changed, a whole pass costs no more than the scope.
 FULL_WHEN_SHARE = 0.5
 
@@ -168,7 +181,7 @@ def _ids(frame: pl.DataFrame, *columns: str) -> set[str]:
 
 def changed_since(store: Store, lo: int, hi: int) -> Changed:
     """What the audit log names in ``(lo, hi]``, widened to what the rules judge with it."""
-    audit = watched_changes(store, lo, hi, WATCHED)
+    audit = changes_in(store, lo, hi, WATCHED, WITH_IMAGES)
     if audit.is_empty():
         return Changed(frozenset(), frozenset(), frozenset(), frozenset())
     audit = audit.cast({c: pl.Utf8 for c in audit.columns})

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
-from memvault.paths import sql_text
 from memvault.store.store import Store
 
 
@@ -139,11 +138,46 @@ def latest_audit_id(store: Store) -> int:
     return int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
 
 
-def watched_changes(store: Store, lo: int, hi: int, tables: Sequence[str]) -> pl.DataFrame:
-    """The audit rows in ``(lo, hi]`` of ``tables`` an incremental lint follows: target_table,
-    target_id, before_image (of triples, mentions and edges only; an edge only when its
-    status changed), from ``sql/queries/lint_watched_changes.sql``."""
+def changes_in(
+    store: Store,
+    lo: int,
+    hi: int,
+    watched: Mapping[str, Sequence[str] | None],
+    images: Sequence[str] = (),
+) -> pl.DataFrame:
+    """The audit rows in ``(lo, hi]`` that changed what a reader of ``watched`` reads:
+    target_table, target_id, and before_image for the tables in ``images`` (else null).
+
+    ``watched`` maps a table to the columns its reader reads (None: every change counts).
+    An update whose images agree on those columns is left out, compared in the database (a
+    first tiering pass writes a million block images a reader of sessions never needs)."""
+    if not watched:
+        return pl.DataFrame(
+            schema={"target_table": pl.Utf8, "target_id": pl.Utf8, "before_image": pl.Utf8}
+        )
+
+    def text(image: str, column: str) -> str:
+        return f"(CAST({image} AS JSON) ->> '{column}')"
+
+    kept = [
+        f"(target_table = '{table}'"
+        + (
+            ""
+            if columns is None
+            else " AND (before_image IS NULL OR after_image IS NULL OR "
+            + " OR ".join(
+                f"{text('before_image', c)} IS DISTINCT FROM {text('after_image', c)}"
+                for c in columns
+            )
+            + ")"
+        )
+        + ")"
+        for table, columns in watched.items()
+    ]
+    with_image = ", ".join(f"'{table}'" for table in images) or "NULL"
     return store.fetch_df(
-        sql_text("queries/lint_watched_changes.sql"),
-        {"lo": lo, "hi": hi, "tables": list(tables)},
+        "SELECT target_table, target_id, "
+        f"CASE WHEN target_table IN ({with_image}) THEN before_image END AS before_image "
+        f"FROM audit_log WHERE id > :lo AND id <= :hi AND ({' OR '.join(kept)})",
+        {"lo": lo, "hi": hi},
     )
