@@ -25,16 +25,11 @@ from memvault.graph.config import GraphConfig
 from memvault.graph.connected import connected_graph
 from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.store.revert import keep_prior
-
-RECENT_SEEDS_SQL = """
--- Active entities mentioned in the most recent sessions (the default PPR seeds).
-SELECT DISTINCT m.entity_id
-FROM mentions m
-JOIN entities e ON e.id = m.entity_id AND e.status = 'active'
-WHERE m.session_id IN (SELECT id FROM sessions ORDER BY started_at DESC, id DESC LIMIT :n)
-ORDER BY m.entity_id
-"""
+from memvault.store.queries.graph import (
+    recently_mentioned_entities,
+    replace_graph_table,
+    top_central_entities,
+)
 
 
 @dataclass
@@ -115,7 +110,7 @@ def personalized_pagerank(
 
 def recent_seeds(store: Store, sessions: int) -> list[str]:
     """Entities mentioned in the ``sessions`` most recent sessions."""
-    return [str(r[0]) for r in store.fetch(RECENT_SEEDS_SQL, {"n": int(sessions)})]
+    return recently_mentioned_entities(store, sessions)
 
 
 def compute_centrality(
@@ -172,13 +167,7 @@ def compute_centrality(
             schema_overrides={"entity_id": pl.Utf8, "pagerank": pl.Float64, "ppr": pl.Float64,
                               "degree": pl.Int32, "run_id": pl.Utf8},
         )  # fmt: skip
-        with store.transaction():
-            keep_prior(store, "centrality", run_id)  # a dream that fails puts it back
-            store.backend.execute("DELETE FROM centrality")
-            if table.height:
-                store.backend.insert_df(
-                    "centrality", store.conform("centrality", table), on_conflict="error"
-                )
+        replace_graph_table(store, "centrality", table, run_id)
         report.seconds["write"] = round(time.perf_counter() - started, 4)
     return report
 
@@ -186,12 +175,4 @@ def compute_centrality(
 def top_central(store: Store, n: int = 10, *, by: str = "ppr") -> pl.DataFrame:
     """The ``n`` most central entities by ``ppr`` or ``pagerank``: entity_id, name, entity_type,
     pagerank, ppr, degree, community (null when it has none)."""
-    if by not in ("ppr", "pagerank"):
-        raise ValueError(f"top_central orders by 'ppr' or 'pagerank', not {by!r}")
-    return store.fetch_df(
-        "SELECT c.entity_id, e.name, e.entity_type, c.pagerank, c.ppr, c.degree, m.community "
-        "FROM centrality c JOIN entities e ON e.id = c.entity_id "
-        "LEFT JOIN communities m ON m.entity_id = c.entity_id "
-        f"ORDER BY c.{by} DESC, c.entity_id LIMIT :n",
-        {"n": int(n)},
-    )
+    return top_central_entities(store, n, by)

@@ -30,8 +30,8 @@ from memvault.graph.connected import ConnectedGraph, connected_graph
 from memvault.graph.incremental import last_cursor
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.graph import partition_run_ids, replace_graph_table, stored_partition
 from memvault.store.queries.runs import save_run_cursor
-from memvault.store.revert import keep_prior
 
 CURSOR_KEY = "graph_communities"
 
@@ -89,8 +89,9 @@ def number_communities(ids: list[str], membership: list[int]) -> pl.DataFrame:
 def stored_communities(store: Store, run_id: str) -> CommunityReport:
     """The partition table ``communities`` holds, as a report: a dream resumed after its
     community stage reads what that stage wrote instead of partitioning again."""
-    rows = store.fetch_df("SELECT entity_id, community, size FROM communities ORDER BY entity_id")
-    rows = rows.cast({"entity_id": pl.Utf8, "community": pl.Int32, "size": pl.Int32})
+    rows = stored_partition(store).cast(
+        {"entity_id": pl.Utf8, "community": pl.Int32, "size": pl.Int32}
+    )
     report = CommunityReport(run_id=run_id, dry_run=False, membership=rows)
     report.entities = rows.height
     report.communities = int(rows["community"].n_unique()) if rows.height else 0
@@ -141,12 +142,7 @@ def detect_communities(
         now = utcnow()
         table = rows.with_columns(run_id=pl.lit(run_id), updated_at=pl.lit(now))
         with store.transaction():
-            keep_prior(store, "communities", run_id)  # a dream that fails puts it back
-            store.backend.execute("DELETE FROM communities")
-            if table.height:
-                store.backend.insert_df(
-                    "communities", store.conform("communities", table), on_conflict="error"
-                )
+            replace_graph_table(store, "communities", table, run_id)
             _save_fingerprint(store, run_id, fingerprint)
         report.seconds["write"] = round(time.perf_counter() - started, 4)
     return report
@@ -155,7 +151,7 @@ def detect_communities(
 def _stored_membership(store: Store, view: ConnectedGraph) -> list[int] | None:
     """Each vertex's community in table ``communities``, a new one of its own for a vertex the
     table does not hold; None when the table is empty (nothing to start from)."""
-    stored = store.fetch_df("SELECT entity_id, community FROM communities")
+    stored = stored_partition(store).select("entity_id", "community")
     if stored.is_empty() or not view.ids:
         return None
     stored = stored.cast({"entity_id": pl.Utf8, "community": pl.Int64})
@@ -173,8 +169,7 @@ def _unchanged(store: Store, fingerprint: str) -> bool:
     cursor = last_cursor(store, CURSOR_KEY)
     if cursor is None or cursor.get("graph") != fingerprint:
         return False
-    runs = store.fetch("SELECT DISTINCT run_id FROM communities")
-    return [str(r[0]) for r in runs] == [cursor["run_id"]]
+    return partition_run_ids(store) == [cursor["run_id"]]
 
 
 def _save_fingerprint(store: Store, run_id: str, fingerprint: str) -> None:

@@ -16,15 +16,7 @@ import numpy as np
 import polars as pl
 
 from memvault.store import Store
-
-CONNECTED_EDGES_SQL = """
--- Connected edges between active entities (the graph E3 and E4 read).
-SELECT g.source_id, g.target_id, g.composite_weight
-FROM edges g
-JOIN entities s ON s.id = g.source_id AND s.status = 'active'
-JOIN entities t ON t.id = g.target_id AND t.status = 'active'
-WHERE g.status = 'connected'
-"""
+from memvault.store.queries.graph import connected_edges
 
 
 @dataclass
@@ -47,7 +39,7 @@ class ConnectedGraph:
 
 
 def connected_graph(store: Store) -> ConnectedGraph:
-    edges = store.fetch_df(CONNECTED_EDGES_SQL)
+    edges = connected_edges(store)
     if edges.is_empty():
         return ConnectedGraph([], ig.Graph())
     edges = edges.cast(

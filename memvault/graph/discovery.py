@@ -45,34 +45,16 @@ from memvault.graph.edges import EdgeReport
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.entities import active_entities
-from memvault.temporal.facts import IS_CURRENT
+from memvault.store.queries.graph import connected_edges, edges_audited_by, unarchived_edge_ends
+from memvault.store.queries.inbox import known_signatures
+from memvault.store.queries.runs import other_standing_run_with
+from memvault.store.queries.triples import current_predicates
 
 PHASE = "dream_signal"
 INBOX_PHASE = "inbox"
 #: The kinds of discovery, as stored in ``discovery_inbox.kind``. ``knowledge_gap`` there is
 #: a missing fact (:func:`_missing_facts`), not a row of the table ``knowledge_gap``.
 KINDS: tuple[str, ...] = ("cross_community", "indirect_strong", "knowledge_gap")
-
-_CONNECTED_SQL = """
--- Connected edges between active entities, with their ids.
-SELECT g.id, g.source_id, g.target_id, g.composite_weight
-FROM edges g
-JOIN entities s ON s.id = g.source_id AND s.status = 'active'
-JOIN entities t ON t.id = g.target_id AND t.status = 'active'
-WHERE g.status = 'connected'
-"""
-
-_PROMOTED_SQL = """
--- Edges this run made connected (audited by the edge refresh of this dream, any attempt).
-SELECT target_id, before_image, after_image FROM audit_log
-WHERE run_id = :r AND phase = 'dream_signal' AND target_table = 'edges'
-  AND action IN ('edge-insert', 'edge-update')
-"""
-
-_CURRENT_FACTS_SQL = f"""
--- Predicates each entity holds a current fact of (believed now, true now).
-SELECT DISTINCT subject_id, predicate FROM triples t WHERE {IS_CURRENT}
-"""
 
 
 @dataclass
@@ -138,19 +120,14 @@ class DiscoveryReport:
 
 def _earlier_graph(store: Store, run_id: str) -> bool:
     """Whether a run other than this one left an edge graph (a baseline to be new against)."""
-    rows = store.fetch(
-        "SELECT count(*) FROM runs WHERE id <> :r AND status NOT IN ('undone', 'reverted') "
-        "AND cursor LIKE :p",
-        {"r": run_id, "p": '%"graph_edges"%'},
-    )
-    return int(rows[0][0]) > 0
+    return other_standing_run_with(store, "graph_edges", run_id)
 
 
 def _promoted(store: Store, run_id: str, edges: EdgeReport) -> set[str]:
     """Edges made connected by this dream: this attempt's report plus the audit log (a dream
     re-executed from failure finds its first attempt's edges already written)."""
     ids = set(edges.newly_connected)
-    audit = store.fetch_df(_PROMOTED_SQL, {"r": run_id})
+    audit = edges_audited_by(store, run_id)
     if audit.height:
         status = audit.with_columns(
             # cast: a column of NULLs only (every edge new) comes back untyped on PostgreSQL
@@ -419,7 +396,7 @@ def discover(
     now = now or utcnow()
     report = DiscoveryReport(run_id=run_id, dry_run=dry_run, settings=settings.model_dump())
     started = time.perf_counter()
-    connected = store.fetch_df(_CONNECTED_SQL)
+    connected = connected_edges(store, with_ids=True)
     membership = communities.membership
     if connected.is_empty() or membership.is_empty():
         report.skipped = dict.fromkeys(KINDS, "no connected graph")
@@ -442,9 +419,7 @@ def discover(
     report.seconds["cross_community"] = round(time.perf_counter() - started, 4)
 
     started = time.perf_counter()
-    live = store.fetch_df(
-        "SELECT source_id AS a, target_id AS b FROM edges WHERE status <> 'archived'"
-    )
+    live = unarchived_edge_ends(store)
     live = pl.concat([live, live.select(pl.col("b").alias("a"), pl.col("a").alias("b"))]).cast(
         pl.Utf8
     )
@@ -453,7 +428,7 @@ def discover(
 
     started = time.perf_counter()
     members = membership.select("entity_id", "community").join(entities, on="entity_id")
-    facts = store.fetch_df(_CURRENT_FACTS_SQL).cast(pl.Utf8)
+    facts = current_predicates(store).cast(pl.Utf8)
     descriptions = {p.name: p.description for p in Grounding.load().predicates.values()}
     found += _missing_facts(members, facts, settings, descriptions)
     report.seconds["knowledge_gap"] = round(time.perf_counter() - started, 4)
@@ -479,12 +454,7 @@ def _unknown(store: Store, found: list[Discovery]) -> list[Discovery]:
     if not found:
         return []
     signatures = sorted({d.signature for d in found})
-    known = {
-        str(r[0])
-        for r in store.fetch(
-            "SELECT signature FROM discovery_inbox WHERE signature = ANY(:s)", {"s": signatures}
-        )
-    }
+    known = known_signatures(store, signatures)
     seen: set[str] = set()
     out = []
     for d in found:

@@ -28,40 +28,18 @@ from memvault.graph.config import SIGNALS, GraphConfig
 from memvault.store import Store
 from memvault.store.queries.audit import last_audit_id
 from memvault.store.queries.entities import active_entities
+from memvault.store.queries.graph import (
+    counted_mentions,
+    entities_without_vector,
+    main_entity_model,
+    newest_entity_vector_at,
+    stored_edge_ends,
+    stored_edge_values,
+)
 from memvault.vectors import load_vectors
-
-ACTIVE_MENTIONS_SQL = """
--- Mentions that count: of active entities, in an active block or with no block (session-level).
-SELECT m.entity_id, m.block_id, COALESCE(m.session_id, b.session_id) AS session_id
-FROM mentions m
-JOIN entities e ON e.id = m.entity_id AND e.status = 'active'
-LEFT JOIN blocks b ON b.id = m.block_id
-WHERE m.block_id IS NULL OR b.status = 'active'
-"""
-
-STORED_EDGES_SQL = """
--- Every stored edge's ends and status (its values are read for the recomputed pairs only).
-SELECT id, source_id, target_id, status
-FROM edges
-"""
-
-STORED_VALUES_SQL = """
--- The stored signal values of some edges (or of all, without the filter).
-SELECT id, co_occurrence, session_overlap, adamic_adar, type_affinity, semantic_similarity,
-       composite_weight
-FROM edges
-"""
 
 #: Above this share of a table's rows, read the whole table rather than the rows by id.
 FILTER_SHARE = 0.1
-
-MISSING_VECTORS_SQL = """
--- Active entities without a vector of the model (semantic_similarity 0 on their pairs).
-SELECT count(*) FROM entities e
-WHERE e.status = 'active' AND NOT EXISTS (
-    SELECT 1 FROM embeddings x
-    WHERE x.target_kind = 'entity' AND x.model = :m AND x.target_id = e.id)
-"""
 
 
 @dataclass
@@ -121,13 +99,7 @@ class Graph:
 
 
 def resolve_model(store: Store, wanted: str | None) -> str | None:
-    if wanted:
-        return wanted
-    rows = store.fetch(
-        "SELECT model, count(*) AS n FROM embeddings WHERE target_kind = 'entity' "
-        "GROUP BY model ORDER BY n DESC, model LIMIT 1"
-    )
-    return str(rows[0][0]) if rows else None
+    return wanted or main_entity_model(store)
 
 
 def code(values: pl.Series, categories: pl.Series) -> np.ndarray:
@@ -146,20 +118,15 @@ def load(store: Store, config: GraphConfig) -> Inputs:
     seen again by the next run."""
     audit_hw = last_audit_id(store) or 0
     model = resolve_model(store, config.embedding_model)
-    vectors_at = None
-    if model:
-        vectors_at = store.fetch(
-            "SELECT max(created_at) FROM embeddings WHERE target_kind = 'entity' AND model = :m",
-            {"m": model},
-        )[0][0]
+    vectors_at = newest_entity_vector_at(store, model) if model else None
     inputs = inputs_from_frames(
         config,
         active_entities(store).select("id", "entity_type"),
-        store.fetch_df(ACTIVE_MENTIONS_SQL),
+        counted_mentions(store),
         None,
     )
     inputs.model = model
-    inputs.stored = stored_with_keys(store.fetch_df(STORED_EDGES_SQL), pl.Series(inputs.ids))
+    inputs.stored = stored_with_keys(stored_edge_ends(store), pl.Series(inputs.ids))
     inputs.audit_hw, inputs.vectors_at = audit_hw, vectors_at
     return inputs
 
@@ -221,20 +188,15 @@ def attach_vectors(store: Store, inputs: Inputs, entities: np.ndarray | None) ->
 
 def missing_vectors(store: Store, model: str | None) -> int:
     """How many active entities have no vector of ``model`` (all of them without a model)."""
-    if not model:
-        return int(store.fetch("SELECT count(*) FROM entities WHERE status = 'active'")[0][0])
-    return int(store.fetch(MISSING_VECTORS_SQL, {"m": model})[0][0])
+    return entities_without_vector(store, model)
 
 
 def stored_values(store: Store, ids: list[str] | None, edges: int) -> pl.DataFrame:
     """id and the stored signal values of these edges (of all ``edges`` edges when None, or
     when they are more than ``FILTER_SHARE`` of them: the caller joins what it needs)."""
-    sql, params = STORED_VALUES_SQL, {}
-    if ids is not None and len(ids) <= FILTER_SHARE * edges:
-        sql += "WHERE id = ANY(CAST(:ids AS TEXT[]))"
-        params = {"ids": ids or [""]}
+    by_id = ids is not None and len(ids) <= FILTER_SHARE * edges
     schema = {"id": pl.Utf8, **{name: pl.Float64 for name in (*SIGNALS, "composite_weight")}}
-    frame = store.fetch_df(sql, params)
+    frame = stored_edge_values(store, ids if by_id else None)
     return frame.cast(schema) if frame.height else pl.DataFrame(schema=schema)  # type: ignore[arg-type]
 
 

@@ -68,11 +68,11 @@ def run_ingest(url: str, path: str) -> dict[str, Any]:
 
 
 def _frames(store: Any) -> tuple[Any, Any, Any]:
-    from memvault.graph.inputs import ACTIVE_MENTIONS_SQL
+    from memvault.store.queries.graph import counted_mentions
     from memvault.vectors import load_vectors
 
     entities = store.fetch_df("SELECT id, entity_type FROM entities WHERE status = 'active'")
-    mentions = store.fetch_df(ACTIVE_MENTIONS_SQL)
+    mentions = counted_mentions(store)
     model = store.fetch("SELECT model FROM embeddings WHERE target_kind = 'entity' LIMIT 1")
     vectors = load_vectors(store, "entity", model[0][0]) if model else None
     return entities, mentions, vectors

@@ -21,9 +21,9 @@ from memvault.graph import (
 )
 from memvault.graph.config import SIGNALS
 from memvault.graph.edges import CURSOR_KEY, compute_edges
-from memvault.graph.inputs import ACTIVE_MENTIONS_SQL
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.graph import counted_mentions
 from memvault.vectors import load_vectors
 from tests.helpers import table_dump
 
@@ -124,7 +124,7 @@ def expected_edges(store: Store, config: GraphConfig) -> pl.DataFrame:
     """A full recompute from what the store holds now (the definition, no incremental logic)."""
     return compute_edges(
         store.fetch_df("SELECT id, entity_type FROM entities WHERE status = 'active'"),
-        store.fetch_df(ACTIVE_MENTIONS_SQL),
+        counted_mentions(store),
         config,
         load_vectors(store, "entity", MODEL),
     )

@@ -71,6 +71,11 @@ MOVED = (
     "memvault/review/calibration.py",
     "memvault/serve/facts.py",
     "memvault/dream/exclusive.py",
+    "memvault/graph/inputs.py",
+    "memvault/graph/connected.py",
+    "memvault/graph/centrality.py",
+    "memvault/graph/communities.py",
+    "memvault/graph/discovery.py",
 )
 
 

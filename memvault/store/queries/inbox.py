@@ -34,3 +34,11 @@ def discoveries_in(store: Store, statuses: Sequence[str], limit: int) -> pl.Data
         "ORDER BY score DESC, created_at DESC, id LIMIT :n",
         {"s": list(statuses), "n": int(limit)},
     )
+
+
+def known_signatures(store: Store, signatures: Sequence[str]) -> set[str]:
+    """The ``signatures`` some discovery in the inbox already has, whatever its status."""
+    rows = store.fetch(
+        "SELECT signature FROM discovery_inbox WHERE signature = ANY(:s)", {"s": list(signatures)}
+    )
+    return {str(r[0]) for r in rows}

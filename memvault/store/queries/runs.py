@@ -181,3 +181,14 @@ def other_running_runs(
         "AND status = 'running' AND id <> :id ORDER BY started_at",
         {"kinds": list(kinds), "id": other_than},
     )
+
+
+def other_standing_run_with(store: Store, key: str, other_than: str) -> bool:
+    """Whether a run besides ``other_than``, not undone nor reverted, has ``key`` in its
+    cursor (so what that key records is still in the store)."""
+    rows = store.fetch(
+        "SELECT count(*) FROM runs WHERE id <> :r AND status NOT IN ('undone', 'reverted') "
+        "AND cursor LIKE :p",
+        {"r": other_than, "p": f'%"{key}"%'},
+    )
+    return int(rows[0][0]) > 0

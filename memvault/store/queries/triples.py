@@ -359,6 +359,13 @@ def believed_triples_with_types(store: Store, ids: Sequence[str] | None = None) 
     )
 
 
+def current_predicates(store: Store) -> pl.DataFrame:
+    """subject_id, predicate: each predicate an entity holds a current fact of, once."""
+    return store.fetch_df(
+        f"SELECT DISTINCT subject_id, predicate FROM triples t WHERE {IS_CURRENT}"
+    )
+
+
 def current_objects(store: Store) -> pl.DataFrame:
     """id, object of the active facts the store has not retired (``expired_at`` unset)."""
     return store.fetch_df(
