@@ -33,6 +33,8 @@ from memvault.normalize import MAX_TEXT_CHARS, canonical_name, split_text, utcno
 from memvault.orphans import revive
 from memvault.records import RECORD_ADAPTER, RECORD_TYPES, BlockRecord, Record
 from memvault.store import Mutation, Store
+from memvault.store.queries import ingest as q
+from memvault.store.queries import staging as staged_sql
 from memvault.store.tracked import tracked_run
 from memvault.testing_hooks import pause_point
 
@@ -260,14 +262,12 @@ class _Problems:
         self.checks += 1
         if sql is None:
             return
-        [(total,)] = self.db.fetch(f"SELECT count(*) FROM ({sql}) x", params)
+        total = staged_sql.count_found(self.db, sql, params)
         if not total:
             return
-        self.total += int(total)
+        self.total += total
         order = self.checks
-        first = self.db.fetch_df(
-            f"SELECT * FROM ({sql}) x ORDER BY {LINE} LIMIT {MAX_PROBLEMS}", params
-        )
+        first = staged_sql.first_found(self.db, sql, MAX_PROBLEMS, params)
         for row in first.iter_rows(named=True):
             self.kept.append((int(row[LINE]), order, message(row)))
 
@@ -294,10 +294,7 @@ class _Resolver:
         if not unknown:
             return
         names = sorted({canonical_name(r) for r in unknown})
-        for eid, canon in self.store.fetch(
-            "SELECT id, canonical_name FROM entities WHERE id = ANY(:ids) OR canonical_name = ANY(:names)",
-            {"ids": sorted(unknown), "names": names},
-        ):
+        for eid, canon in q.entities_named(self.store, sorted(unknown), names):
             self.entity_ids.add(eid)
             self.by_canonical[canon].add(eid)
 
@@ -488,20 +485,8 @@ def _write(
         report.entities_revived = revive(store, m, sorted(referred))
         pause_point("ingest-written")
         if source_hash:
-            store.backend.insert_df(
-                "ingested_sources",
-                pl.DataFrame(
-                    [
-                        {
-                            "id": source_hash,
-                            "location": source,
-                            "size_bytes": size_bytes,
-                            "records": report.records,
-                            "run_id": report.run_id,
-                            "ingested_at": utcnow(),
-                        }
-                    ]
-                ),
+            q.record_source(
+                store, source_hash, source, size_bytes, report.records, report.run_id, utcnow()
             )
 
 
@@ -586,10 +571,7 @@ def _extend_sessions(
     forward, audited like every other change.
     """
     known = frame.filter(~pl.col("id").is_in(inserted)).select("id", "ended_at")
-    stored = store.fetch_df(
-        "SELECT id, ended_at AS stored_end FROM sessions WHERE id = ANY(:ids)",
-        {"ids": known["id"].to_list()},
-    )
+    stored = q.session_ends(store, known["id"].to_list())
     if stored.is_empty():
         return 0
     later = known.join(stored.cast({"stored_end": pl.Datetime("us")}), on="id").filter(
@@ -610,7 +592,7 @@ def file_hash(path: Path) -> str:
 
 
 def already_ingested(store: Store, source_hash: str) -> bool:
-    return bool(store.fetch("SELECT 1 FROM ingested_sources WHERE id = :h", {"h": source_hash}))
+    return q.is_ingested(store, source_hash)
 
 
 def ingest_file(

@@ -30,17 +30,16 @@ from memvault.interchange import MAPPINGS
 from memvault.normalize import utcnow
 from memvault.store.backends import DuckDBBackend, ident
 from memvault.store.liveness import HOST, abandoned_because, carrier_pid
+from memvault.store.queries import ingest as q
+from memvault.store.queries import staging as sql
+from memvault.store.queries.staging import LINE, SEQ
 
 if TYPE_CHECKING:
     from memvault.store import Store
     from memvault.store.backends import Backend
 
-#: The input line of each staged row (for the problems found later); not a store column.
-LINE = "_line"
-#: Each staged row's place in the input (unique; the order rows are written in).
-SEQ = "_seq"
 #: The registry of ingests in progress.
-REGISTRY = "ingest_staging"
+REGISTRY = q.REGISTRY
 
 
 def staging_table(ingest_id: str, type_name: str) -> str:
@@ -69,12 +68,7 @@ class Staging:
 
     def __enter__(self) -> Staging:
         drop_abandoned_staging(self.store)
-        now = utcnow()
-        self.store.backend.execute(
-            f"INSERT INTO {REGISTRY} (id, source, host, pid, started_at, heartbeat_at) "
-            "VALUES (:id, :s, :h, :p, :t, :t)",
-            {"id": self.id, "s": self.source, "h": HOST, "p": carrier_pid(), "t": now},
-        )
+        q.register(self.store, self.id, self.source, HOST, carrier_pid(), utcnow())
         return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
@@ -103,13 +97,8 @@ class Staging:
         backend = self.store.backend
         content = self.store.conform(target, frame.drop(LINE))
         if type_name not in self.columns:
-            table = self.table(type_name)
-            unlogged = "UNLOGGED " if self.store.kind == "postgresql" else ""
-            # Typed like the memory table, without its constraints (the checks are ours).
-            backend.execute(
-                f"CREATE {unlogged}TABLE {table} AS SELECT *, CAST(NULL AS BIGINT) AS {LINE}, "
-                f"CAST(NULL AS BIGINT) AS {SEQ} FROM {ident(target)} WHERE false"
-            )
+            unlogged = self.store.kind == "postgresql"
+            sql.create_like(backend, self.table(type_name), target, unlogged=unlogged)
             self.columns[type_name] = []
         known = self.columns[type_name]
         known.extend(c for c in content.columns if c not in known)
@@ -118,10 +107,7 @@ class Staging:
         rows = content.with_columns(frame[LINE].cast(pl.Int64), seq.alias(SEQ))
         with self.store.transaction():
             backend.insert_df(self.table(type_name), rows, on_conflict="error")
-            backend.execute(
-                f"UPDATE {REGISTRY} SET heartbeat_at = :t WHERE id = :id",
-                {"t": utcnow(), "id": self.id},
-            )
+            q.heartbeat(self.store, self.id, utcnow())
         self.rows[type_name] = self.rows.get(type_name, 0) + frame.height
 
     #: Staged rows past which PostgreSQL indexes the read-back order (a small input is read in
@@ -133,55 +119,34 @@ class Staging:
         page by it; DuckDB's appends are in that order already)."""
         if self.store.kind == "postgresql":
             for type_name in [t for t, n in self.rows.items() if n > self.PAGE_INDEXED]:
-                table = self.table(type_name)
-                self.store.backend.execute(f"CREATE INDEX ON {table} ({SEQ})")
-                self.store.backend.execute(f"ANALYZE {table}")
+                sql.index_order(self.store.backend, self.table(type_name))
 
     # -- checking ----------------------------------------------------------------------------
 
     def clashes(self, type_name: str) -> str:
         """SQL of the rows that repeat an earlier row's id with other content (``_line``,
         ``id``, ``first``: the earlier row's line)."""
-        table = self.table(type_name)
-        differs = " OR ".join(
-            f"s.{ident(c)} IS DISTINCT FROM f.{ident(c)}" for c in self.columns[type_name]
-        )
-        return (
-            f"SELECT s.{LINE}, s.id, f.{LINE} AS first FROM {table} s "
-            f"JOIN (SELECT id, min({SEQ}) AS seq FROM {table} GROUP BY id HAVING count(*) > 1) d "
-            f"ON s.id = d.id JOIN {table} f ON f.{SEQ} = d.seq "
-            f"WHERE s.{SEQ} <> d.seq AND ({differs})"
-        )
+        return sql.clashes_sql(self.table(type_name), self.columns[type_name])
 
     def drop_repeats(self, type_name: str) -> int:
         """Identical repeats of an id inside the input: all but the first are dropped."""
-        table = self.table(type_name)
-        [(repeats,)] = self.db.fetch(f"SELECT count(*) - count(DISTINCT id) FROM {table}")
-        if repeats:
-            self.db.execute(
-                f"DELETE FROM {table} WHERE {SEQ} NOT IN "
-                f"(SELECT min({SEQ}) FROM {table} GROUP BY id)"
-            )
-            self.rows[type_name] -= int(repeats)
-        return int(repeats)
+        repeats = sql.drop_repeats(self.db, self.table(type_name))
+        self.rows[type_name] -= repeats
+        return repeats
 
     def unknown_references(self, type_name: str, column: str, kind_type: str) -> str | None:
         """SQL of the rows whose ``column`` names a ``kind_type`` record that is neither in the
         input nor in the store (``_line`` and ``ref``); None when the column is not staged."""
         if column not in self.columns.get(type_name, ()):
             return None
-        table, value = self.table(type_name), f"s.{ident(column)}"
         target = self.stored(kind_type, type_name, column)
-        in_input = (
-            f" AND NOT EXISTS (SELECT 1 FROM {self.table(kind_type)} k WHERE k.id = {value})"
-            if kind_type in self.columns
-            else ""
+        return sql.unknown_references_sql(
+            self.table(type_name), column, self._in_input(kind_type), target
         )
-        return (
-            f"SELECT s.{LINE}, {value} AS ref FROM {table} s "
-            f"WHERE {value} IS NOT NULL AND {value} <> ''{in_input} "
-            f"AND NOT EXISTS (SELECT 1 FROM {target} k WHERE k.id = {value})"
-        )
+
+    def _in_input(self, kind_type: str) -> str | None:
+        """The staging table of ``kind_type`` records, when the input holds any."""
+        return self.table(kind_type) if kind_type in self.columns else None
 
     def stored(self, kind_type: str, type_name: str, column: str) -> str:
         """The table of the stored ``kind_type`` records (the references in ``type_name``'s
@@ -192,10 +157,7 @@ class Staging:
         """SQL of the rows whose ``column`` is one of the values bound as ``:refs``."""
         if column not in self.columns.get(type_name, ()):
             return None
-        return (
-            f"SELECT {LINE}, {ident(column)} AS ref FROM {self.table(type_name)} "
-            f"WHERE {ident(column)} = ANY(:refs)"
-        )
+        return sql.naming_sql(self.table(type_name), column)
 
     # -- writing into the store --------------------------------------------------------------
 
@@ -204,14 +166,8 @@ class Staging:
         present = [c for c in columns if c in self.columns.get(type_name, ())]
         if not names or not present:
             return
-        table = self.table(type_name)
-        pairs = "(SELECT unnest(CAST(:refs AS TEXT[])) AS ref, unnest(CAST(:ids AS TEXT[])) AS id)"
         for column in present:
-            col = ident(column)
-            self.db.execute(
-                f"UPDATE {table} SET {col} = n.id FROM {pairs} n WHERE {table}.{col} = n.ref",
-                {"refs": list(names), "ids": list(names.values())},
-            )
+            sql.rename(self.db, self.table(type_name), column, names)
 
     def new_values(self, type_name: str, target: str, columns: tuple[str, ...]) -> set[str]:
         """The distinct values of ``columns`` in the staged rows whose id ``target`` does not
@@ -219,23 +175,14 @@ class Staging:
         present = [c for c in columns if c in self.columns.get(type_name, ())]
         if not present:
             return set()
-        new = (
-            f"FROM {self.table(type_name)} s "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {ident(target)} t WHERE t.id = s.id)"
-        )
-        union = " UNION ".join(f"SELECT s.{ident(c)} AS v {new}" for c in present)
-        return {str(v) for (v,) in self.db.fetch(f"SELECT v FROM ({union}) x WHERE v IS NOT NULL")}
+        return sql.new_values(self.db, self.table(type_name), target, present)
 
     def later_ends(self, type_name: str, target: str) -> pl.DataFrame:
         """Staged rows whose id ``target`` holds with an earlier (or no) ``ended_at``: ``id``
         and the staged ``ended_at`` (a session that went on since it was stored)."""
         if "ended_at" not in self.columns.get(type_name, ()):
             return pl.DataFrame()
-        return self.db.fetch_df(
-            f"SELECT s.id, s.ended_at FROM {self.table(type_name)} s "
-            f"JOIN {ident(target)} t ON t.id = s.id WHERE s.ended_at IS NOT NULL "
-            "AND (t.ended_at IS NULL OR s.ended_at > t.ended_at) ORDER BY s.id"
-        )
+        return sql.later_ends(self.db, self.table(type_name), target)
 
     # -- reading back ------------------------------------------------------------------------
 
@@ -244,14 +191,9 @@ class Staging:
     ) -> Iterator[pl.DataFrame]:
         """The staged rows of a type in input order, ``size`` at a time (their staged columns
         only, so a column the input did not set takes its table's default)."""
-        cols = ", ".join(ident(c) for c in self.columns[type_name])
         table, after = self.table(type_name), -1
         while True:
-            page = self.db.fetch_df(
-                f"SELECT {cols}, {SEQ} FROM {table} WHERE {SEQ} > :after "
-                f"ORDER BY {SEQ} LIMIT {int(size)}",
-                {"after": after},
-            )
+            page = sql.page(self.db, table, self.columns[type_name], after, size)
             if page.is_empty():
                 return
             after = int(page[SEQ].max())  # type: ignore[arg-type]
@@ -299,10 +241,10 @@ class MemoryStaging(Staging):
         table = self.table(type_name)
         with self.db.staged(table, rows) as view:
             if self.rows.get(type_name):
-                self.db.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+                sql.append_from(self.db, table, view)
                 self._frames.pop(type_name, None)
             else:
-                self.db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {view}")
+                sql.create_temp_from(self.db, table, view)
                 self._frames[type_name] = rows
         self.rows[type_name] = self.rows.get(type_name, 0) + frame.height
 
@@ -331,34 +273,15 @@ class MemoryStaging(Staging):
         """The stored ``kind_type`` records that ``type_name``'s ``column`` names (and the
         input does not hold), asked of the store in one query and copied beside the input."""
         table = ident(f"stored_{MAPPINGS[kind_type].table}")
-        value = f"s.{ident(column)}"
-        in_input = (
-            f" AND NOT EXISTS (SELECT 1 FROM {self.table(kind_type)} k WHERE k.id = {value})"
-            if kind_type in self.columns
-            else ""
-        )
-        wanted = [
-            str(r[0])
-            for r in self.db.fetch(
-                f"SELECT DISTINCT {value} FROM {self.table(type_name)} s "
-                f"WHERE {value} IS NOT NULL AND {value} <> ''{in_input}"
-            )
-        ]
-        if wanted:
-            found = self.store.fetch(
-                f"SELECT id FROM {ident(MAPPINGS[kind_type].table)} WHERE id = ANY(:ids)",
-                {"ids": wanted},
-            )
-            if found:
-                if table not in self._stored:
-                    self.db.execute(f"CREATE TEMP TABLE {table} (id VARCHAR)")
-                    self._stored.add(table)
-                self.db.execute(
-                    f"INSERT INTO {table} SELECT unnest(CAST(:ids AS VARCHAR[]))",
-                    {"ids": [str(r[0]) for r in found]},
-                )
+        wanted = sql.named_refs(self.db, self.table(type_name), column, self._in_input(kind_type))
+        found = q.stored_ids(self.store, MAPPINGS[kind_type].table, wanted) if wanted else []
+        if found:
+            if table not in self._stored:
+                sql.create_ids(self.db, table)
+                self._stored.add(table)
+            sql.append_ids(self.db, table, found)
         # None found so far: no table, the same check against no rows.
-        return table if table in self._stored else "(SELECT CAST(NULL AS VARCHAR) AS id LIMIT 0)"
+        return table if table in self._stored else sql.NO_IDS
 
 
 _MEMORY: tuple[int, Any] | None = None
@@ -385,14 +308,14 @@ def drop_staging(store: Store, ingest_id: str, types: list[str] | None = None) -
     its registration."""
     with store.transaction():
         for type_name in MAPPINGS if types is None else types:
-            store.backend.execute(f"DROP TABLE IF EXISTS {staging_table(ingest_id, type_name)}")
-        store.backend.execute(f"DELETE FROM {REGISTRY} WHERE id = :id", {"id": ingest_id})
+            sql.drop(store.backend, staging_table(ingest_id, type_name))
+        q.unregister(store, ingest_id)
 
 
 def drop_abandoned_staging(store: Store) -> list[str]:
     """Drop the staging of every ingest whose process is gone; returns their ids."""
     try:
-        rows = store.fetch(f"SELECT id, host, pid, heartbeat_at FROM {REGISTRY}")
+        rows = q.registered(store)
     except Exception:  # a store not migrated yet (read-only, or an older version)
         return []
     now, dropped = utcnow(), []
@@ -417,9 +340,9 @@ def bounded_cache(store: Store) -> Iterator[None]:
         yield
         return
     limit = os.environ.get("MEMVAULT_INGEST_MEMORY") or DEFAULT_INGEST_MEMORY
-    [(before,)] = store.fetch("SELECT current_setting('memory_limit')")
+    before = q.memory_limit(store)
     try:
-        store.backend.execute(f"SET memory_limit = '{_size(limit)}'")
+        q.set_memory_limit(store, _size(limit))
     except Exception as exc:
         raise StoreError(f"MEMVAULT_INGEST_MEMORY={limit!r} is not a size such as 1GB") from exc
     try:
@@ -436,7 +359,7 @@ def bounded_cache(store: Store) -> Iterator[None]:
         ) from exc
     finally:
         with contextlib.suppress(Exception):
-            store.backend.execute(f"SET memory_limit = '{_size(str(before))}'")
+            q.set_memory_limit(store, _size(before))
 
 
 def _out_of_memory(exc: BaseException) -> bool:

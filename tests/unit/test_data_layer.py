@@ -76,6 +76,8 @@ MOVED = (
     "memvault/graph/centrality.py",
     "memvault/graph/communities.py",
     "memvault/graph/discovery.py",
+    "memvault/ingest.py",
+    "memvault/ingest_staging.py",
 )
 
 
