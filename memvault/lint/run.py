@@ -46,12 +46,12 @@ def begin_lint(store: Store, run_id: str) -> dt.datetime | None:
     returns the start of the last successful lint that ran the semantic layer (None for the
     first), from which that layer reads new facts (a lint of only some layers leaves the mark
     where it was)."""
-    since, params = _lint_since(store, run_id)
+    since, params = lint_since(store, run_id)
     with begun_run(store, LINT_KIND, params, run_id=run_id):
         return since
 
 
-def _lint_since(store: Store, run_id: str) -> tuple[dt.datetime | None, dict[str, Any] | None]:
+def lint_since(store: Store, run_id: str) -> tuple[dt.datetime | None, dict[str, Any] | None]:
     """Where the semantic layer of lint ``run_id`` starts reading, and the params a new run is
     begun with (None when the run exists: a continued run keeps its own)."""
     existing = store.run(run_id)
@@ -283,7 +283,7 @@ def lint_store(
     the whole store rather than what changed."""
     policy = policy or ReviewPolicy()
     run_id = run_id or f"lint-{utcnow():%Y%m%dT%H%M%S%f}"
-    since, params = _lint_since(store, run_id)
+    since, params = lint_since(store, run_id)
     with tracked_run(store, LINT_KIND, params, run_id=run_id) as run:
         grounding = Grounding.load()
         scopes = (settings or ScopeSettings()).scopes(store)

@@ -1,15 +1,17 @@
 """The lint as a track: four layers, cheapest first, then the review queue, and one check.
 
-Every layer of one lint shares its run (a ``runs`` row of kind ``lint``, begun or continued
-when the track is made), so a lint re-executed from a failed layer continues the same lint;
-a layer that raises marks the run failed until it is continued. The track is used as a
-context: the run is finished when the block ends, whichever of the layers it ran (a lint of
-only some layers leaves no open run row).
+Every layer of one lint shares its run (a ``runs`` row of kind ``lint``), so a lint
+re-executed from a failed layer continues the same lint. The track is used as a context that
+holds the run (:func:`~memvault.store.tracked.tracked_run`): begun or continued on entry,
+finished when the block ends, whichever of the layers it ran, and failed with the error when
+a layer raises (a lint of only some layers, or a track made and never entered, leaves no open
+run row).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Self
 
@@ -18,8 +20,9 @@ from memvault.embed import Embedder
 from memvault.judge.base import Judge
 from memvault.lint.confirm import unconfirmed_changes
 from memvault.lint.run import (
+    LINT_KIND,
     ScopeSettings,
-    begin_lint,
+    lint_since,
     run_confirm,
     run_grounding,
     run_semantic,
@@ -29,7 +32,7 @@ from memvault.lint.run import (
 from memvault.review.calibration import calibrate
 from memvault.review.policy import ReviewPolicy
 from memvault.review.queue import summarize_queue
-from memvault.stage import Figures, Stage, Verdict, judge_figures
+from memvault.stage import Figures, RunRow, Stage, Verdict, judge_figures, tracked_run
 from memvault.store import Store
 
 STRUCTURE, GROUNDING, SEMANTIC, CONFIRM, QUEUE = (
@@ -62,9 +65,13 @@ class LintTrack:
         self.judge, self.embedder, self.policy, self.warn = judge, embedder, policy, warn
         self.similarity, self.pairs_per_100 = similarity, pairs_per_100
         self.scopes = (scope or ScopeSettings()).scopes(store)
-        self.since = begin_lint(store, run_id)
+        self.since, params = lint_since(store, run_id)
+        self._run: AbstractContextManager[RunRow] = tracked_run(
+            store, LINT_KIND, params, run_id=run_id
+        )
 
     def __enter__(self) -> Self:
+        self._run.__enter__()
         return self
 
     def __exit__(
@@ -72,42 +79,25 @@ class LintTrack:
         kind: type[BaseException] | None,
         error: BaseException | None,
         traceback: TracebackType | None,
-    ) -> None:
-        """Finish the lint's run: ``succeeded`` when the layers asked for ended, ``failed``
-        with the error otherwise (a layer that raised has marked it already)."""
-        if error is None:
-            self.store.finish_run(self.run_id, "succeeded")
-            return
-        row = self.store.run(self.run_id)
-        if row is not None and row["status"] == "running":
-            self.store.finish_run(self.run_id, "failed", error=f"{type(error).__name__}: {error}")
+    ) -> bool | None:
+        return self._run.__exit__(kind, error, traceback)
 
     def stages(self) -> list[Stage]:
         return [
-            Stage(STRUCTURE, self._failing(self.structure), ("lint_findings",)),
-            Stage(GROUNDING, self._failing(self.grounding), ("lint_findings", "review_queue")),
-            Stage(SEMANTIC, self._failing(self.semantic), ("lint_findings",)),
-            Stage(CONFIRM, self._failing(self.confirm), ("triples", "review_queue")),
-            Stage(QUEUE, self._failing(self.queue), ("review_queue",)),
+            Stage(STRUCTURE, self._named(self.structure), ("lint_findings",)),
+            Stage(GROUNDING, self._named(self.grounding), ("lint_findings", "review_queue")),
+            Stage(SEMANTIC, self._named(self.semantic), ("lint_findings",)),
+            Stage(CONFIRM, self._named(self.confirm), ("triples", "review_queue")),
+            Stage(QUEUE, self._named(self.queue), ("review_queue",)),
         ]
 
     def checks(self) -> dict[str, Callable[[], Verdict]]:
         """The check after the confirmation layer, by name."""
         return {"judged_changes_confirmed": self.confirmed}
 
-    def _failing(self, layer: Callable[[], dict[str, Any]]) -> Callable[[], Figures]:
-        """A layer that marks the lint failed when it raises (a retry or a re-execution
-        continues it), its figures after the lint's run id."""
-
-        def run() -> Figures:
-            try:
-                figures = layer()
-            except BaseException as exc:
-                self.store.finish_run(self.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
-                raise
-            return Figures({"lint_run_id": self.run_id, **figures})
-
-        return run
+    def _named(self, layer: Callable[[], dict[str, Any]]) -> Callable[[], Figures]:
+        """A layer whose figures come after the lint's run id."""
+        return lambda: Figures({"lint_run_id": self.run_id, **layer()})
 
     def structure(self) -> dict[str, Any]:
         report = run_structure(self.store, self.run_id, scopes=self.scopes)

@@ -11,10 +11,12 @@ import dagster as dg
 
 import memvault
 from assets import lint as lint_assets
+from memvault.dream.report import stage_figures
 from memvault.judge import ScriptedJudge
 from resources import EmbedderResource, JudgeResource, LintResource, ReviewResource, StoreResource
 from tests.dagster.dream_support import seed_demo_store
 from tests.helpers import asset_metadata as metadata
+from tests.store.temporal_history import History
 
 ASSETS = [lint_assets.lint]  # the four layers, the review queue and the check: one step
 
@@ -98,3 +100,31 @@ def test_low_confidence_memories_are_queued_and_expire_past_their_deadline(
         assert store.get_row("triples", doubtful) == before, "an expired item commits nothing"
         item = store.get_row("review_queue", f"memory:{doubtful}")
     assert item is not None and item["status"] == "expired"
+
+
+class Unreachable(JudgeResource):
+    def build(self, cache=None):  # type: ignore[override]
+        raise RuntimeError("no LLM endpoint")
+
+
+def test_a_lint_whose_layer_raises_fails_its_run_with_the_error(
+    store_url: str, tmp_path: Path
+) -> None:
+    with memvault.open(store_url) as store:
+        h = History()
+        h.entity("ada", "Ada")
+        h.fact("f1", "ada", "uses", "Vim", created="2025-01-02", text="Ada uses Vim.")
+        h.ingest(store, tmp_path)
+    result = _lint(store_url, llm=Unreachable())
+    assert not result.success
+    done = {
+        e.event_specific_data.materialization.asset_key.to_user_string()
+        for e in result.get_asset_materialization_events()
+    }
+    assert done == {"lint_structure", "lint_grounding"}
+    with memvault.open(store_url) as store:
+        [(run_id,)] = store.fetch("SELECT id FROM runs WHERE kind = 'lint'")
+        row = store.run(run_id)
+        assert row is not None and row["status"] == "failed"
+        assert row["error"] == "RuntimeError: no LLM endpoint"
+        assert set(stage_figures(store, run_id)) == {"L1", "L2"}, "the layers that ran kept"

@@ -76,3 +76,10 @@ def test_a_lint_stopped_between_its_layers_is_failed_with_the_error(
     row = store.run("lint-stopped")
     assert row is not None and row["status"] == "failed"
     assert row["error"] == "KeyboardInterrupt: stopped"
+
+
+def test_a_lint_made_but_never_entered_begins_no_run(store: Store, tmp_path: Path) -> None:
+    _facts(store, tmp_path)
+    assert _track(store, "lint-unentered").since is None
+    assert store.run("lint-unentered") is None
+    assert not store.fetch("SELECT id FROM runs WHERE kind = 'lint' AND status = 'running'")
