@@ -206,11 +206,10 @@ def expectations_result(
     store: Any, table: str, asset: str, *, changed_by: str | None = None
 ) -> dg.AssetCheckResult:
     """The table's expectations: on every row, or (``changed_by``) on the rows that run wrote."""
-    from memvault.quality import validate_table
+    from memvault.quality import expectations_verdict
 
-    result = validate_table(store, table, changed_by=changed_by)
-    scope = "rows this run changed" if changed_by else "every row"
-    return check_result(f"{table}_expectations", result.verdict(scope), asset)
+    verdict = expectations_verdict(store, table, changed_by=changed_by)
+    return check_result(f"{table}_expectations", verdict, asset)
 
 
 def check_each_partition(

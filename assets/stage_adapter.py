@@ -31,8 +31,8 @@ __all__ = [
     "verdict_of",
 ]
 
-#: A check evaluated in the step of the asset it checks: the core's verdict, or a result.
-Check = Callable[[], Verdict | dg.AssetCheckResult]
+#: A check evaluated in the step of the asset it checks: the core's verdict.
+Check = Callable[[], Verdict]
 
 #: What a stage's step or check's step is given.
 StepContext = dg.AssetExecutionContext | dg.AssetCheckExecutionContext
@@ -119,11 +119,7 @@ def _raised(exc: Exception) -> Verdict:
 def evaluated(name: str, check: Check, asset: str | None = None) -> dg.AssetCheckResult:
     """The check's result (of ``asset``'s check ``name``), failed with its error if it
     raises."""
-    try:
-        found = check()
-    except Exception as exc:
-        found = _raised(exc)
-    return found if isinstance(found, dg.AssetCheckResult) else check_result(name, found, asset)
+    return check_result(name, verdict_of(check), asset)
 
 
 def evaluate_checks(

@@ -206,6 +206,12 @@ SUITES = {
 }
 
 
+def expectations_verdict(store: Store, table: str, *, changed_by: str | None = None) -> Verdict:
+    """The verdict of ``table``'s suite (:func:`validate_table`), naming the rows it read."""
+    scope = "rows this run changed" if changed_by else "every row"
+    return validate_table(store, table, changed_by=changed_by).verdict(scope)
+
+
 def validate_table(store: Store, table: str, *, changed_by: str | None = None) -> QualityResult:
     """``table`` (one of :data:`SUITES`, or triples) against its expectations; an empty table
     passes. Only the columns the suite reads are loaded.

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from assets.common import OWNERS, STORE_POOL, expectations_result, expectations_spec, kinds
+from assets.common import OWNERS, STORE_POOL, expectations_spec, kinds
 from assets.dream.stages import DREAM_GROUP, all_or_nothing, carry_on, dream_orient
 from assets.stage_adapter import materialize_stages
 from memvault.dream.graph_stages import CENTRALITY, COMMUNITIES, DISCOVERIES, EDGES, DreamGraph
@@ -87,10 +87,4 @@ def dream_graph(
             full=dream.full,
             full_every_days=dream.full_every_days,
         )
-        # An incremental refresh wrote a few edges: those are checked, not the store's.
-        expectations = {
-            "edges_expectations": lambda: expectations_result(
-                opened, "edges", EDGES, changed_by=run_id if graph.edges_changed_only() else None
-            )
-        }
-        yield from materialize_stages(context, graph.stages(), checks_after={EDGES: expectations})
+        yield from materialize_stages(context, graph.stages(), checks_after={EDGES: graph.checks()})

@@ -21,7 +21,7 @@ from memvault.graph.centrality import CentralityReport
 from memvault.graph.communities import CommunityReport, stored_communities
 from memvault.graph.discovery import DiscoveryReport, discover
 from memvault.graph.edges import EdgeReport
-from memvault.stage import Report, Stage
+from memvault.stage import Report, Stage, Verdict
 from memvault.store import Store
 
 #: The audit phase of every graph stage (the edges and the discoveries write under it).
@@ -147,6 +147,18 @@ class DreamGraph:
         """Whether this dream's edges were refreshed incrementally (so a check of them looks
         at the rows the dream wrote, not the whole table)."""
         return bool(self.edges is not None and self.edges.incremental)
+
+    def checks(self) -> dict[str, Callable[[], Verdict]]:
+        """The check after the edge stage, by name."""
+        return {"edges_expectations": self.edges_expectations}
+
+    def edges_expectations(self) -> Verdict:
+        """The edges' Great Expectations suite: after an incremental refresh on the edges this
+        dream wrote, not the store's."""
+        from memvault.quality import expectations_verdict
+
+        changed_by = self.run_id if self.edges_changed_only() else None
+        return expectations_verdict(self.store, "edges", changed_by=changed_by)
 
     def _recorded(self, name: str, compute: Callable[[], Any]) -> Report:
         """Compute a stage and add its figures to the dream report's graph section."""
