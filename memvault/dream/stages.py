@@ -28,6 +28,7 @@ from memvault.judge.base import Judge
 from memvault.normalize import utcnow
 from memvault.review.policy import ReviewPolicy
 from memvault.store import Store
+from memvault.store.queries.runs import last_success_finished_at
 from memvault.temporal import apply_conflict_plan, plan_conflicts
 from memvault.testing_hooks import pause_point
 
@@ -200,9 +201,7 @@ def prune_and_report(
     artifact = None if dry_run else save_report(store, report)
     finished = utcnow()
     store.finish_run(run_id, "dry-run" if dry_run else "succeeded", report.as_dict())
-    last = store.fetch(
-        "SELECT max(finished_at) FROM runs WHERE kind = 'dream' AND status = 'succeeded'"
-    )[0][0]
+    last = last_success_finished_at(store, "dream")
     return DreamEnd(
         pruned=pruned,
         report=report,

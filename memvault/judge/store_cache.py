@@ -8,6 +8,7 @@ import polars as pl
 
 from memvault.normalize import utcnow
 from memvault.store import Store
+from memvault.store.queries.judge import cache_reply, cached_reply
 
 
 class StoreJudgeCache:
@@ -19,8 +20,7 @@ class StoreJudgeCache:
 
     def get(self, key: str) -> str | None:
         with self._lock:
-            rows = self.store.fetch("SELECT reply FROM judge_cache WHERE key = :k", {"k": key})
-        return rows[0][0] if rows else None
+            return cached_reply(self.store, key)
 
     def put(
         self,
@@ -44,5 +44,5 @@ class StoreJudgeCache:
                 }
             ]
         )
-        with self._lock, self.store.transaction():
-            self.store.backend.insert_df("judge_cache", row, key=("key",), on_conflict="ignore")
+        with self._lock:
+            cache_reply(self.store, row)

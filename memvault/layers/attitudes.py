@@ -51,6 +51,8 @@ from memvault.errors import MemvaultError
 from memvault.normalize import canonical_name, iso, normalize_text, to_utc_naive, utcnow
 from memvault.records import ATTITUDE_CATEGORIES, stable_id
 from memvault.store import Mutation, Store
+from memvault.store.queries.layers import attitude_chain_rows, attitude_rows
+from memvault.store.queries.review import open_proposals_of_kind
 from memvault.store.tracked import own_or_callers_run
 
 if TYPE_CHECKING:
@@ -170,8 +172,8 @@ def same_statement(a: str, b: str) -> bool:
     return canonical_name(a) == canonical_name(b)
 
 
-def _all_rows(store: Store, where: str = "", params: dict[str, Any] | None = None) -> pl.DataFrame:
-    frame = store.read_table("attitudes", where, params)
+def _with_topic(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows as read, with an empty topic filed under its category."""
     return frame.with_columns(pl.coalesce("topic", "category").alias("topic"))
 
 
@@ -182,11 +184,8 @@ def topic_key(topic: str | None, category: str) -> str:
 
 def chain(store: Store, category: str, topic: str | None = None) -> pl.DataFrame:
     """Every version of one (category, topic), oldest first (topics compare case-insensitively)."""
-    return _all_rows(
-        store,
-        "category = :c AND lower(coalesce(topic, category)) = :t",
-        {"c": category, "t": topic_key(topic, category)},
-    ).sort("created_at", "id")
+    rows = attitude_chain_rows(store, category, topic_key(topic, category))
+    return _with_topic(rows).sort("created_at", "id")
 
 
 def with_decay(frame: pl.DataFrame, now: dt.datetime, settings: DecaySettings) -> pl.DataFrame:
@@ -221,7 +220,7 @@ def binding(
     depend on when the decay last ran."""
     now = to_utc_naive(now) if now else utcnow()
     settings = settings or DecaySettings.from_env()
-    rows = _all_rows(store, "" if all_versions else "superseded_at IS NULL")
+    rows = _with_topic(attitude_rows(store, current_only=not all_versions))
     return with_decay(rows, now, settings).sort("category", "topic", "created_at", "id")
 
 
@@ -312,11 +311,7 @@ def write_version(
 
 
 def _pending_item(store: Store, category: str, topic: str, statement: str) -> str | None:
-    rows = store.fetch(
-        "SELECT id, proposal FROM review_queue WHERE kind = :k "
-        "AND status IN ('pending', 'expired') ORDER BY created_at, id",
-        {"k": REVIEW_KIND},
-    )
+    rows = open_proposals_of_kind(store, REVIEW_KIND)
     for item_id, proposal in rows:
         p = json.loads(proposal or "{}")
         if (
@@ -487,7 +482,7 @@ def decay_attitudes(
     nor does one that would move no confidence by ``MIN_CHANGE`` or more."""
     now = to_utc_naive(now)
     settings = settings or DecaySettings.from_env()
-    current = with_decay(_all_rows(store, "superseded_at IS NULL"), now, settings)
+    current = with_decay(_with_topic(attitude_rows(store, current_only=True)), now, settings)
     report = DecayReport()
     if current.is_empty():
         return report

@@ -33,6 +33,7 @@ from memvault.normalize import utcnow
 from memvault.profile.stated import divergences
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
+from memvault.store.queries.profile import diary_sources, latest_diary_entry
 
 TEMPLATE_LABEL = "[template page: no LLM configured; written from the day's numbers]"
 
@@ -204,13 +205,7 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
     refused: dict[str, int] = {}
     model = None if judge.kind == "heuristic" else judge.kind
     wanted = "template" if judge.kind == "heuristic" else "llm"
-    stored = {
-        str(r[0]): (r[1], r[2], r[3])
-        for r in store.fetch(
-            "SELECT id, source, kind, text FROM diary WHERE id = ANY(:ids)",
-            {"ids": [f"diary:{d}" for d in snapshots["day"].to_list()] or [""]},
-        )
-    }
+    stored = diary_sources(store, [f"diary:{d}" for d in snapshots["day"].to_list()])
     days = [
         d if isinstance(d, dt.date) else dt.date.fromisoformat(str(d))
         for d in snapshots["day"].to_list()
@@ -261,9 +256,5 @@ def write_diary(store: Store, snapshots: pl.DataFrame, judge: Judge, run_id: str
 def latest_entry(store: Store, id_prefix: str) -> dict[str, Any] | None:
     """The newest diary entry whose id starts with ``id_prefix`` (the profile's pages are
     ``diary:<day>``, the gardener's journal entries ``garden-<run>``): id, text, created_at."""
-    rows = store.fetch_df(
-        "SELECT id, text, created_at FROM diary WHERE substr(id, 1, :n) = :prefix "
-        "ORDER BY created_at DESC, id DESC LIMIT 1",
-        {"n": len(id_prefix), "prefix": id_prefix},
-    )
+    rows = latest_diary_entry(store, id_prefix)
     return rows.row(0, named=True) if rows.height else None

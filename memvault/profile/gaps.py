@@ -35,31 +35,20 @@ from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.audit import Mutation
 from memvault.store.queries.entities import entity_labels
+from memvault.store.queries.profile import (
+    community_neighbours,
+    gap_of_signature,
+    gap_states,
+    gaps_recorded,
+    open_structural_gaps,
+    owner_visits,
+    recall_outcomes,
+)
 
 #: The owner talks about A "often": in at least this many distinct sessions.
 MIN_VISITS = 5
 #: Structural gaps opened per run at most (the strongest first).
 MAX_STRUCTURAL = 20
-
-OWNER_VISITS_SQL = """
--- Distinct sessions in which the owner named each entity: their own turns, their recalls.
-SELECT entity_id, count(DISTINCT session_id) AS visits FROM (
-    SELECT m.entity_id, COALESCE(m.session_id, b.session_id) AS session_id
-    FROM mentions m JOIN blocks b ON b.id = m.block_id
-    WHERE b.role = 'user'
-) owner GROUP BY entity_id
-"""
-
-NEIGHBOURS_SQL = """
--- Connected edges whose two ends are active and in the same Leiden community.
-SELECT g.source_id, g.target_id, g.composite_weight AS weight, a.community
-FROM edges g
-JOIN communities a ON a.entity_id = g.source_id
-JOIN communities b ON b.entity_id = g.target_id AND b.community = a.community
-JOIN entities s ON s.id = g.source_id AND s.status = 'active'
-JOIN entities t ON t.id = g.target_id AND t.status = 'active'
-WHERE g.status = 'connected'
-"""
 
 
 def gap_id(kind: str, signature: str) -> str:
@@ -102,7 +91,7 @@ class GapReport:
 
 
 def _recalls(store: Store) -> pl.DataFrame:
-    log = store.fetch_df("SELECT intent_label, entities, verdict, created_at FROM recall_log")
+    log = recall_outcomes(store)
     if log.is_empty():
         return pl.DataFrame(
             schema={
@@ -172,9 +161,9 @@ def structural_gaps(
 
     Returns the gaps (strongest first, at most ``limit``) and the entities the owner does
     talk about (a structural gap on one of them is answered)."""
-    visits = dict(store.fetch(OWNER_VISITS_SQL))
+    visits = owner_visits(store)
     visited = {str(k) for k, v in visits.items() if int(v) > 0}
-    edges = store.fetch_df(NEIGHBOURS_SQL)
+    edges = community_neighbours(store)
     if edges.is_empty():
         return [], visited
     both = pl.concat(
@@ -258,10 +247,9 @@ def record_gaps(
     now = utcnow()
     existing = {
         r["id"]: r
-        for r in store.fetch_df(
-            "SELECT id, fail_count, status FROM knowledge_gap WHERE id = ANY(:ids)",
-            {"ids": [gap_id(g["kind"], g["signature"]) for g in gaps] or [""]},
-        ).iter_rows(named=True)
+        for r in gap_states(store, [gap_id(g["kind"], g["signature"]) for g in gaps]).iter_rows(
+            named=True
+        )
     }
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
@@ -342,9 +330,7 @@ def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> 
     # An open structural gap whose entity the owner now talks about is answered.
     answered = [
         r["id"]
-        for r in store.fetch_df(
-            "SELECT id, detail FROM knowledge_gap WHERE kind = 'structural' AND status = 'open'"
-        ).iter_rows(named=True)
+        for r in open_structural_gaps(store).iter_rows(named=True)
         if (detail := json.loads(r["detail"] or "{}")).get("rule") == "neighbour_visit_bias"
         and detail.get("entity_id") in visited
     ]
@@ -372,13 +358,7 @@ def refresh_gaps(store: Store, run_id: str, *, min_visits: int = MIN_VISITS) -> 
 
 def list_gaps(store: Store, status: str | None = None) -> list[dict[str, Any]]:
     """Every gap (or those with ``status``), open first, then by kind and strength."""
-    rows = store.fetch_df(
-        "SELECT id, kind, query_signature, fail_count, first_fail_at, last_fail_at, status, "
-        "answered_at, detail FROM knowledge_gap"
-        + (" WHERE status = :s" if status else "")
-        + " ORDER BY CASE status WHEN 'open' THEN 0 ELSE 1 END, kind, fail_count DESC, id",
-        {"s": status} if status else None,
-    )
+    rows = gaps_recorded(store, status)
     out = []
     for row in rows.iter_rows(named=True):
         row["detail"] = json.loads(row["detail"] or "{}")
@@ -390,12 +370,7 @@ def gap_for(store: Store, signature: str) -> dict[str, Any] | None:
     """The gap recorded for a query signature (``intent|sorted entity ids``), open or answered:
     what a read path tells the caller who asks about that signature again (nothing is filled
     in; the caller learns that this question failed before)."""
-    rows = store.fetch_df(
-        "SELECT id, kind, query_signature, fail_count, first_fail_at, last_fail_at, status, "
-        "answered_at, detail FROM knowledge_gap WHERE query_signature = :s "
-        "ORDER BY CASE status WHEN 'open' THEN 0 ELSE 1 END, id LIMIT 1",
-        {"s": signature},
-    )
+    rows = gap_of_signature(store, signature)
     if rows.is_empty():
         return None
     row = rows.row(0, named=True)

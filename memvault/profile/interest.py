@@ -20,6 +20,7 @@ from memvault.profile.settings import ProfileSettings, day_range
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
+from memvault.store.queries.profile import daily_attention
 
 #: The windows, in days, each its own asset.
 WINDOWS: tuple[int, ...] = (7, 30, 90)
@@ -34,10 +35,7 @@ def attention_frame(
     store: Store, first: dt.date, last: dt.date
 ) -> tuple[pl.DataFrame, set[dt.date]]:
     """(day, entity_id, n) from the snapshots of [first, last], and the days that have one."""
-    rows = store.fetch(
-        "SELECT day, attention FROM profile_daily WHERE day >= :a AND day <= :b",
-        {"a": first, "b": last},
-    )
+    rows = daily_attention(store, first, last)
     days: set[dt.date] = set()
     records: list[tuple[dt.date, str, int]] = []
     for day, attention in rows:

@@ -43,6 +43,16 @@ from memvault.profile.settings import ProfileSettings, day_bounds, day_range
 from memvault.profile.write import Written, upsert_rows
 from memvault.store import Store
 from memvault.store.queries.entities import entity_labels_of
+from memvault.store.queries.profile import (
+    facts_known_at,
+    facts_learned_between,
+    facts_linking_before,
+    memories_created_between,
+    mentions_known_before,
+    recalls_between,
+    sessions_started_between,
+    snapshots_between,
+)
 
 #: Co-mentions at which an edge reaches full weight (the graph's co-occurrence scale).
 SATURATION = 32
@@ -53,34 +63,6 @@ DAMPING = 0.85
 #: People and things listed per day (the diary reads them).
 MENTIONED_LIMIT = 20
 FACTS_LIMIT = 50
-
-MENTIONS_SQL = """
--- Every mention with the time the store knew it: its memory's creation (else when it was said).
-SELECT m.entity_id, m.block_id, COALESCE(m.session_id, b.session_id) AS session_id,
-       COALESCE(b.created_at, m.mentioned_at) AS known_at
-FROM mentions m LEFT JOIN blocks b ON b.id = m.block_id
-WHERE COALESCE(b.created_at, m.mentioned_at) < :cut
-"""
-
-LINKED_SQL = """
--- Facts linking two entities known before :cut (the entity graph's pairs), with when the
--- store learned and retired each.
-SELECT t.subject_id, t.object_id, t.created_at, t.expired_at
-FROM triples t
-WHERE t.created_at < :cut AND t.object_id IS NOT NULL AND t.object_id <> t.subject_id
-"""
-
-LEARNED_SQL = """
--- The facts the store learned in [:start, :cut): the batch's days' facts_learned.
-SELECT t.id, t.subject_id, t.predicate, t.object, t.created_at
-FROM triples t WHERE t.created_at >= :start AND t.created_at < :cut
-"""
-
-KNOWN_SQL = """
--- How many facts the store held at :end (learned before it, not retired by then).
-SELECT count(*) FROM triples t
-WHERE t.created_at < :end AND (t.expired_at IS NULL OR t.expired_at >= :end)
-"""
 
 #: Columns that make a snapshot's content (compared on re-materialization).
 CONTENT = [
@@ -145,7 +127,7 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
     local = _Days(day_range(first, last), tz)
     start, _ = day_bounds(first, tz)
     _, cut = day_bounds(last, tz)
-    mentions = store.fetch_df(MENTIONS_SQL, {"cut": cut})
+    mentions = mentions_known_before(store, cut)
     if mentions.is_empty():
         mentions = pl.DataFrame(
             schema={
@@ -157,7 +139,7 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         )
     mentions = mentions.cast({"known_at": pl.Datetime("us")})
     mentions = mentions.with_columns(local.of(mentions, "known_at"))
-    linked = store.fetch_df(LINKED_SQL, {"cut": cut})
+    linked = facts_linking_before(store, cut)
     if linked.is_empty():
         linked = pl.DataFrame(
             schema={
@@ -169,7 +151,7 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         )
     linked = linked.cast({"created_at": pl.Datetime("us"), "expired_at": pl.Datetime("us")})
     linked = linked.with_columns(local.of(linked, "created_at"), local.of(linked, "expired_at"))
-    learned = store.fetch_df(LEARNED_SQL, {"start": start, "cut": cut})
+    learned = facts_learned_between(store, start, cut)
     if learned.is_empty():
         learned = pl.DataFrame(
             schema={
@@ -182,30 +164,20 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
         )
     learned = learned.cast({"created_at": pl.Datetime("us")})
     learned = learned.with_columns(local.of(learned, "created_at"))
-    recalls = store.fetch_df(
-        "SELECT intent_label, verdict, created_at FROM recall_log "
-        "WHERE created_at >= :start AND created_at < :cut",
-        {"start": start, "cut": cut},
-    )
+    recalls = recalls_between(store, start, cut)
     if recalls.is_empty():
         recalls = pl.DataFrame(
             schema={"intent_label": pl.Utf8, "verdict": pl.Utf8, "created_at": pl.Datetime("us")}
         )
     recalls = recalls.cast({"created_at": pl.Datetime("us")})
     recalls = recalls.with_columns(local.of(recalls, "created_at"))
-    sessions = store.fetch_df(
-        "SELECT started_at FROM sessions WHERE started_at >= :start AND started_at < :cut",
-        {"start": start, "cut": cut},
-    )
+    sessions = sessions_started_between(store, start, cut)
     sessions = (
         sessions.with_columns(local.of(sessions, "started_at"))
         if sessions.height
         else pl.DataFrame(schema={"started_at_day": pl.Date})
     )
-    blocks = store.fetch_df(
-        "SELECT created_at FROM blocks WHERE created_at >= :start AND created_at < :cut",
-        {"start": start, "cut": cut},
-    )
+    blocks = memories_created_between(store, start, cut)
     blocks = (
         blocks.with_columns(local.of(blocks, "created_at"))
         if blocks.height
@@ -456,7 +428,7 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
             .sort(["count", "intent_label"], descending=[True, False])
             .head(settings.top_n)
         )
-        known = int(store.fetch(KNOWN_SQL, {"end": end})[0][0])
+        known = facts_known_at(store, end)
         recalls_today = history.recalls.filter(pl.col("created_at_day") == day)
         rows.append(
             {
@@ -514,7 +486,4 @@ def write_snapshots(store: Store, snapshots: pl.DataFrame, run_id: str) -> Writt
 
 def read_snapshots(store: Store, first: dt.date, last: dt.date) -> pl.DataFrame:
     """Stored snapshots of [first, last], oldest first."""
-    return store.fetch_df(
-        "SELECT * FROM profile_daily WHERE day >= :a AND day <= :b ORDER BY day",
-        {"a": first, "b": last},
-    )
+    return snapshots_between(store, first, last)

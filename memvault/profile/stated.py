@@ -23,6 +23,8 @@ import polars as pl
 from memvault.profile.interest import attention_frame
 from memvault.store import Store
 from memvault.store.queries.entities import active_entities
+from memvault.store.queries.layers import attitude_spans, attitude_statements
+from memvault.store.queries.profile import snapshot_cuts
 from memvault.text_tokens import words
 
 WINDOW = 30
@@ -54,7 +56,7 @@ def named_entities(store: Store) -> dict[str, list[tuple[str, str]]]:
     A name matches a run of consecutive words of the statement (whole words, as
     :func:`_words` spells them): each statement's runs are looked up among the names, so the
     cost is the entities once plus the statements' words, not entities times attitudes."""
-    attitudes = store.fetch("SELECT id, statement FROM attitudes")
+    attitudes = attitude_statements(store)
     if not attitudes:
         return {}
     by_words: dict[str, list[tuple[int, str, str]]] = {}
@@ -84,17 +86,10 @@ def divergences(store: Store, days: list[dt.date]) -> dict[dt.date, list[Diverge
     named = named_entities(store) if days else {}
     if not named:
         return found
-    attitudes = store.fetch_df(
-        "SELECT id, statement, created_at, superseded_at FROM attitudes "
-        "WHERE id = ANY(CAST(:ids AS TEXT[]))",
-        {"ids": sorted(named)},
-    )
+    attitudes = attitude_spans(store, sorted(named))
     cuts = {
         (d if isinstance(d, dt.date) else dt.date.fromisoformat(str(d))): known
-        for d, known in store.fetch(
-            "SELECT day, known_at FROM profile_daily WHERE day >= :a AND day <= :b",
-            {"a": min(days), "b": max(days)},
-        )
+        for d, known in snapshot_cuts(store, min(days), max(days))
     }
     frame, covered = attention_frame(store, min(days) - dt.timedelta(days=WINDOW - 1), max(days))
     seen = frame.filter(pl.col("n") > 0)

@@ -14,7 +14,7 @@ import polars as pl
 
 from memvault.normalize import utcnow
 from memvault.store import Store
-from memvault.store.backends import ident
+from memvault.store.queries.profile import stored_rows
 
 
 @dataclass
@@ -44,10 +44,7 @@ def upsert_rows(
     if rows.is_empty():
         return Written()
     rows = store.conform(table, rows)
-    cols = ", ".join(ident(c) for c in ["id", *content])
-    existing = store.fetch_df(
-        f"SELECT {cols} FROM {ident(table)} WHERE id = ANY(:ids)", {"ids": rows["id"].to_list()}
-    )
+    existing = stored_rows(store, table, ["id", *content], rows["id"].to_list())
     existing = (
         store.conform(table, existing)
         if existing.height

@@ -78,6 +78,15 @@ MOVED = (
     "memvault/graph/discovery.py",
     "memvault/ingest.py",
     "memvault/ingest_staging.py",
+    "memvault/profile/gaps.py",
+    "memvault/profile/snapshot.py",
+    "memvault/profile/stated.py",
+    "memvault/profile/diary.py",
+    "memvault/profile/interest.py",
+    "memvault/profile/write.py",
+    "memvault/dream/stages.py",
+    "memvault/judge/store_cache.py",
+    "memvault/layers/attitudes.py",
 )
 
 

@@ -127,3 +127,13 @@ def human_verdicts(store: Store) -> list[tuple[Any, ...]]:
         "WHERE decided_by = 'human' AND decision IN ('correct', 'wrong') "
         "ORDER BY decided_at, id"
     )
+
+
+def open_proposals_of_kind(store: Store, kind: str) -> list[tuple[Any, ...]]:
+    """(id, proposal JSON text) of the items of ``kind`` still waiting for a person (pending,
+    or expired undecided), oldest first (ties by id)."""
+    return store.fetch(
+        "SELECT id, proposal FROM review_queue WHERE kind = :k "
+        "AND status IN ('pending', 'expired') ORDER BY created_at, id",
+        {"k": kind},
+    )

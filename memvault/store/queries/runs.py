@@ -192,3 +192,10 @@ def other_standing_run_with(store: Store, key: str, other_than: str) -> bool:
         {"r": other_than, "p": f'%"{key}"%'},
     )
     return int(rows[0][0]) > 0
+
+
+def last_success_finished_at(store: Store, kind: str) -> Any:
+    """When the last run of ``kind`` that succeeded finished (as stored; None when none did)."""
+    return store.fetch(
+        "SELECT max(finished_at) FROM runs WHERE kind = :k AND status = 'succeeded'", {"k": kind}
+    )[0][0]
