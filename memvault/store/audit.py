@@ -9,9 +9,12 @@ itself through a ``Mutation``, so an undo can be undone too.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -216,54 +219,66 @@ class Mutation:
         frame = pl.DataFrame([{"id": row_id, **changes}])
         return self.update_many(table, frame, action=action, reason=reason) == 1
 
-    def restore_many(self, table: str, targets: pl.DataFrame, *, reason: str) -> int:
-        """Make rows equal their images again, set-based (used by undo only).
+    def restore_many(self, table: str, source: str, *, reason: str) -> int:
+        """Make the rows of ``table`` equal their images again (used by undo and revert only).
 
-        ``targets`` has ``target_id`` and ``image`` (a JSON before-image, or null: the row did
-        not exist, so it is removed). Returns the rows restored or removed.
+        ``source`` names a relation of ``target_table``, ``target_id`` and ``image`` (a JSON
+        before-image, or null: the row did not exist, so it is removed); its rows of ``table``
+        are restored. The audit rows (each with the row as it is now) and the removal are
+        statements inside the database, so an undo of millions of inserted rows passes none
+        of them through this process; only the images to write back are decoded here.
+        Returns the rows restored or removed.
         """
         self._check(table)
-        if targets.is_empty():
-            return 0
         backend = self.store.backend
-        ids = targets["target_id"].to_list()
-        current = (
-            self.store.conform(
-                table,
-                backend.fetch_df(
-                    f"SELECT * FROM {ident(table)} WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
-                    {"ids": ids},
-                ),
-            )
-            if ids
-            else pl.DataFrame()
+        target = ident(table)
+        mine = f"FROM {source} f WHERE f.target_table = :table"
+        counts = dict(
+            backend.fetch(f"SELECT f.image IS NULL, count(*) {mine} GROUP BY 1", {"table": table})
         )
-        now_images = (
-            dict(zip(current["id"].to_list(), images(current).to_list(), strict=True))
-            if current.height
-            else {}
-        )
-        gone = targets.filter(pl.col("image").is_null())["target_id"].to_list()
-        back = targets.filter(pl.col("image").is_not_null())
+        gone, back = int(counts.get(True, 0)), int(counts.get(False, 0))
+        image = _image_sql(self.store.kind, list(self.store.table_schema(table)))
+        params = {
+            "run": self.run_id,
+            "phase": self.phase,
+            "table": table,
+            "reason": reason,
+            "now": utcnow(),
+        }
         if gone:
-            backend.execute(
-                f"DELETE FROM {ident(table)} WHERE id IN (SELECT unnest(CAST(:ids AS TEXT[])))",
-                {"ids": gone},
+            removed = f"SELECT f.target_id {mine} AND f.image IS NULL"
+            logged = backend.execute_count(
+                f"{_AUDIT_INSERT} SELECT :run, :phase, 'undo-remove', :table, s.id, {image}, "
+                f"NULL, :reason, :now FROM {target} s WHERE s.id IN ({removed})",
+                params,
             )
-            removed = [i for i in gone if i in now_images]
-            self._log(
-                table, "undo-remove", removed, [now_images[i] for i in removed],
-                [None] * len(removed), reason,
-            )  # fmt: skip
-        if back.height:
-            frame = decode_images(self.store, table, back["image"])
+            deleted = backend.execute_count(
+                f"DELETE FROM {target} WHERE id IN ({removed})", {"table": table}
+            )
+            if deleted != logged:
+                raise StoreError(f"{table}: {deleted} rows removed but {logged} audited")
+            self.actions["undo-remove"] += logged
+        if back:
+            logged = backend.execute_count(
+                f"{_AUDIT_INSERT} SELECT :run, :phase, 'undo-restore', :table, f.target_id, "
+                f"CASE WHEN s.id IS NULL THEN NULL ELSE {image} END, f.image, :reason, :now "
+                f"FROM {source} f LEFT JOIN {target} s ON s.id = f.target_id "
+                "WHERE f.target_table = :table AND f.image IS NOT NULL",
+                params,
+            )
+            saved = backend.fetch_df(
+                f"SELECT f.image {mine} AND f.image IS NOT NULL", {"table": table}
+            )
+            frame = decode_images(self.store, table, saved["image"])
             backend.insert_df(table, frame, on_conflict="replace")
-            restored = frame["id"].to_list()
-            self._log(
-                table, "undo-restore", restored, [now_images.get(i) for i in restored],
-                back["image"].to_list(), reason,
-            )  # fmt: skip
-        return len(gone) + back.height
+            self.actions["undo-restore"] += logged
+        return gone + back
+
+
+_AUDIT_INSERT = (
+    "INSERT INTO audit_log (run_id, phase, action, target_table, target_id, before_image, "
+    "after_image, reason, created_at)"
+)
 
 
 def append_audit(store: Store, rows: pl.DataFrame) -> None:
@@ -333,26 +348,56 @@ class UndoReport:
         return sum(self.restored.values())
 
 
+#: Where :func:`first_images` keeps a run's first images (a temporary table, this session's).
+FIRST_IMAGES = "_undo_first"
+
 #: Each changed row's state before a run: the before-image of its first audit row in the run.
-_FIRST_IMAGES_SQL = """
-SELECT a.target_table, a.target_id, a.before_image AS image
+_FIRST_IMAGES_SQL = f"""
+INSERT INTO {FIRST_IMAGES} (target_table, target_id, first_id, image)
+SELECT a.target_table, a.target_id, a.id, a.before_image
 FROM audit_log a
-JOIN (SELECT target_table, target_id, min(id) AS first_change
+JOIN (SELECT min(id) AS first_change
       FROM audit_log WHERE run_id = :r GROUP BY target_table, target_id) f
   ON a.id = f.first_change
-ORDER BY a.target_table, a.target_id
 """
 
 # Later changes that still stand: runs neither undone nor reverted, nor themselves undos or
 # reverts (an undo and the run it undid cancel out; so do a failed dream and its revert).
-_LATER_RUNS_SQL = """
-SELECT DISTINCT a.run_id FROM audit_log a
-JOIN audit_log mine ON a.target_table = mine.target_table AND a.target_id = mine.target_id
+_LATER_RUNS_SQL = f"""
+SELECT DISTINCT a.run_id FROM {FIRST_IMAGES} f
+JOIN audit_log a ON a.target_table = f.target_table AND a.target_id = f.target_id
+  AND a.id > f.first_id
 JOIN runs r ON r.id = a.run_id
-WHERE mine.run_id = :r AND a.run_id <> :r AND a.id > mine.id
-  AND r.status NOT IN ('undone', 'reverted') AND r.kind NOT IN ('undo', 'revert')
+WHERE a.run_id <> :r AND r.status NOT IN ('undone', 'reverted') AND r.kind NOT IN ('undo', 'revert')
 ORDER BY 1
 """
+
+
+@contextmanager
+def first_images(store: Store, run_id: str) -> Iterator[tuple[str, list[str]]]:
+    """The first image of every row ``run_id`` changed, kept in the database for the block
+    (a temporary table: nothing is written to the store), with the tables it covers."""
+    backend = store.backend
+    backend.execute(f"DROP TABLE IF EXISTS {FIRST_IMAGES}")
+    backend.execute(
+        f"CREATE TEMPORARY TABLE {FIRST_IMAGES} (target_table TEXT NOT NULL, "
+        "target_id TEXT NOT NULL, first_id BIGINT NOT NULL, image TEXT)"
+    )
+    try:
+        backend.execute(_FIRST_IMAGES_SQL, {"r": run_id})
+        if store.kind == "postgresql":  # a temporary table has no statistics until analysed
+            backend.execute(f"ANALYZE {FIRST_IMAGES}")
+        tables = [
+            str(r[0])
+            for r in backend.fetch(f"SELECT DISTINCT target_table FROM {FIRST_IMAGES} ORDER BY 1")
+        ]
+        yield FIRST_IMAGES, tables
+    except BaseException:
+        # Inside a transaction that failed, the drop may fail too; the rollback drops it then.
+        with contextlib.suppress(Exception):
+            backend.execute(f"DROP TABLE IF EXISTS {FIRST_IMAGES}")
+        raise
+    backend.execute(f"DROP TABLE IF EXISTS {FIRST_IMAGES}")
 
 
 def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
@@ -370,27 +415,29 @@ def undo_run(store: Store, run_id: str, *, force: bool = False) -> UndoReport:
         raise UndoError(f"run {run_id} was already undone")
     if run["status"] == "reverted":
         raise UndoError(f"run {run_id} failed and was reverted already: none of it stands")
-    first = store.fetch_df(_FIRST_IMAGES_SQL, {"r": run_id})
-    if first.is_empty():
-        raise UndoError(f"run {run_id} changed nothing, so there is nothing to undo")
-    if not force:
-        later = store.fetch(_LATER_RUNS_SQL, {"r": run_id})
-        if later:
-            names = ", ".join(r[0] for r in later[:5])
-            raise UndoError(
-                f"rows changed by {run_id} were changed again later by {names}; undo those first (or use --force)"
-            )
+    with first_images(store, run_id) as (first, tables):
+        if not tables:
+            raise UndoError(f"run {run_id} changed nothing, so there is nothing to undo")
+        if not force:
+            later = store.fetch(_LATER_RUNS_SQL, {"r": run_id})
+            if later:
+                names = ", ".join(r[0] for r in later[:5])
+                raise UndoError(
+                    f"rows changed by {run_id} were changed again later by {names}; undo those first (or use --force)"
+                )
+        return _undo(store, run, first, tables)
+
+
+def _undo(store: Store, run: dict[str, Any], first: str, tables: list[str]) -> UndoReport:
+    run_id = str(run["id"])
     report = UndoReport(run_id=run_id, undo_run_id=new_run_id("undo"))
     sources: list[dict[str, Any]] = []
     with (
         tracked_run(store, "undo", {"undoes": run_id}, run_id=report.undo_run_id) as undo,
         store.mutation(undo.id, "undo") as m,
     ):
-        first = first.with_columns(pl.col("image").cast(pl.Utf8))
-        for (table,), targets in first.group_by(["target_table"], maintain_order=True):
-            report.restored[str(table)] += m.restore_many(
-                str(table), targets.select("target_id", "image"), reason=f"undo of {run_id}"
-            )
+        for table in tables:
+            report.restored[table] += m.restore_many(table, first, reason=f"undo of {run_id}")
         pause_point("undo-restored")
         store.backend.execute("UPDATE runs SET status = 'undone' WHERE id = :id", {"id": run_id})
         sources = _forget_sources(store, run_id)

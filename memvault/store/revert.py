@@ -20,7 +20,7 @@ import polars as pl
 
 from memvault.ids import new_run_id
 from memvault.normalize import utcnow
-from memvault.store.audit import _FIRST_IMAGES_SQL, decode_images, images
+from memvault.store.audit import decode_images, first_images, images
 from memvault.store.backends import ident
 
 if TYPE_CHECKING:
@@ -116,18 +116,14 @@ def revert_run(store: Store, run_id: str, why: str) -> RevertReport:
     """
     started = time.perf_counter()
     report = RevertReport(run_id=run_id, revert_run_id=new_run_id("revert"))
-    with store.transaction():
-        first = store.fetch_df(_FIRST_IMAGES_SQL, {"r": run_id})
+    with first_images(store, run_id) as (first, tables), store.transaction():
         now = utcnow()
         store.record_run(report.revert_run_id, "revert", now, {"reverts": run_id, "why": why})
-        if first.height:
-            first = first.with_columns(pl.col("image").cast(pl.Utf8))
+        if tables:
             with store.mutation(report.revert_run_id, "revert") as m:
-                for (table,), targets in first.group_by(["target_table"], maintain_order=True):
-                    report.restored[str(table)] += m.restore_many(
-                        str(table),
-                        targets.select("target_id", "image"),
-                        reason=f"revert of failed run {run_id}",
+                for table in tables:
+                    report.restored[table] += m.restore_many(
+                        table, first, reason=f"revert of failed run {run_id}"
                     )
         report.derived = _restore_prior(store, run_id)
         store.backend.execute(
