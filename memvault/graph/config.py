@@ -190,27 +190,25 @@ class GraphConfig(BaseModel):
         ),
     )
     write_tolerance: float = Field(
-        default=1e-3,
+        default=1.5e-3,
         ge=0,
         description=(
-            "A stored edge is rewritten only when its status changes or its signals moved by more "
-            "than this (weighted sum of absolute changes, the composite's scale)."
+            "How far (weighted sum of absolute signal differences, the composite's scale) a "
+            "stored edge may be from what a full recompute would give. Of it, drift_tolerance "
+            "is what an incremental run may leave unapplied; a recomputed edge is rewritten "
+            "only when its status changes or its signals moved by more than the rest."
         ),
     )
     drift_tolerance: float = Field(
-        default=0.02,
+        default=5e-4,
         ge=0,
         le=0.5,
         description=(
-            "Relative growth of a hub (its session count, the inverse log of its degree) an "
-            "incremental run may leave unapplied on the hub's untouched edges; past it the hub's "
-            "edges are recomputed. 0 makes incremental runs exact."
+            "The part of write_tolerance (at most all of it) that the drift an incremental run "
+            "leaves unapplied may use on an edge it does not recompute: the growth of its ends' "
+            "session counts and of its common neighbours' degrees, bounded per pair "
+            "(graph/drift.py); past it the edge is recomputed. 0 makes incremental runs exact."
         ),
-    )
-    hub_degree: int = Field(
-        default=64,
-        ge=2,
-        description="Only entities with at least this many partners may defer drift (see above).",
     )
     resolution: float = Field(default=1.0, gt=0, description="Leiden resolution (RBConfiguration).")
     seed: int = Field(default=42, description="Leiden seed: same graph, same communities.")
@@ -263,6 +261,14 @@ class GraphConfig(BaseModel):
 
     def affinity(self, a: str, b: str) -> float:
         return self.type_affinity.get(affinity_key(a, b), self.default_type_affinity)
+
+    def drift_budget(self) -> float:
+        """What unapplied drift may move an edge by (drift_tolerance, within write_tolerance)."""
+        return min(self.drift_tolerance, self.write_tolerance)
+
+    def rewrite_above(self) -> float:
+        """A recomputed edge that moved by at most this keeps its stored values."""
+        return self.write_tolerance - self.drift_budget()
 
     def edge_fingerprint(self) -> str:
         """Hash of what determines stored edge values: a change forces a full recompute."""

@@ -19,19 +19,20 @@ recomputed, exactly:
   that appeared or disappeared);
 * pairs incident to a dirty entity, because its session count changed
   (Jaccard), and pairs that have a dirty entity as common neighbour, because
-  its degree changed (Adamic–Adar's 1/ln degree).
+  its degree changed (Adamic–Adar's 1/ln degree) — each only while the
+  movement this drift can explain stays within ``drift_tolerance``.
 
-The last two sets are where the maths spreads a change over a whole hub: one
-new mention of the owner changes the Jaccard of every pair that includes the
-owner and the Adamic–Adar of every pair the owner neighbours, each by a
-hair. So a *hub* (≥ ``hub_degree`` partners) whose relative growth since its
-edges were last recomputed — sessions, and 1/ln degree — stays within
-``drift_tolerance`` keeps its untouched edges as stored and carries the
-accumulated growth in the cursor; once past it, all its edges are
-recomputed. The error this leaves on an untouched edge is bounded: its
-Jaccard moves by about J·(g_u + g_v) (g: an end's carried relative growth in
-sessions, ≤ ``drift_tolerance``) and its raw Adamic–Adar by at most
-``drift_tolerance``·raw (≤ drift_tolerance/4 after normalization).
+The last two spread a change over a whole hub: one new mention of the owner
+moves the Jaccard of every pair that includes the owner and the Adamic–Adar of
+every pair the owner neighbours, each by a hair. So each entity carries the
+change since its pairs were last all recomputed, and a pair whose bounded
+movement (``drift``: from its stored signals and its ends' and common
+neighbours' carried change) stays within ``drift_tolerance`` keeps its stored
+values. The bound: a stored edge's signals are never further than
+``write_tolerance`` (weighted sum of absolute differences, the composite's
+scale) from a full recompute's, of which ``drift_tolerance`` is the drift
+left unapplied and the rest the change below which a recomputed edge is not
+rewritten; ``tests/store/test_graph_drift.py`` holds it night after night.
 With ``drift_tolerance=0`` and ``write_tolerance=0`` an incremental run leaves
 exactly what a full recompute would; ``full=True`` recomputes everything and
 clears the carried drift. When the change reaches more than half of the pairs,
@@ -40,7 +41,7 @@ pair than the whole-graph one).
 
 Writes go through the audited path: new pairs are inserted, a stored edge is
 updated only when its status changes or its signals moved by more than
-``write_tolerance``, so a rerun on unchanged data writes nothing.
+``write_tolerance − drift_tolerance``, so a rerun on unchanged data writes nothing.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class EdgeReport:
     connected: int = 0
     pending: int = 0
     touched_entities: int = 0
-    deferred_hubs: int = 0
+    carried_entities: int = 0  # entities carrying drift left unapplied (graph/drift.py)
     scope: dict[str, int] = field(default_factory=dict)
     semantic_model: str | None = None
     entities_without_vector: int = 0
@@ -184,7 +185,7 @@ def refresh_edges(
     else:
         plan = inc.Plan.everything(graph)
     report.touched_entities = plan.touched
-    report.deferred_hubs = len(plan.deferred)
+    report.carried_entities = len(plan.deferred)
     report.considered = int(plan.scope.sum())
     report.scope = plan.parts
     with timer.step("vectors"):  # of the recomputed pairs' ends only
@@ -193,7 +194,7 @@ def refresh_edges(
     with timer.step("signals"):
         fresh = _signals(config, inputs, graph, plan)
     with timer.step("compare"):
-        inserts, updates, archives = _changes(store, config, graph, fresh, stored)
+        inserts, updates, archives = _changes(store, config, graph, fresh, stored, plan.values)
     report.inserted, report.updated, report.archived = inserts.height, updates.height, len(archives)
     report.baseline_edges = stored.filter(pl.col("status") != "archived").height
     report.newly_connected = _newly_connected(inserts, updates, stored)
@@ -202,7 +203,7 @@ def refresh_edges(
         "vectors_at": inputs.vectors_at.isoformat() if inputs.vectors_at else None,
         "model": inputs.model,
         "config": config.edge_fingerprint(),
-        "deferred": plan.deferred,
+        "carried": plan.deferred,
         "at": utcnow().isoformat(),
         # the last refresh that computed every pair (the weekly pass counts from it)
         "full_at": utcnow().isoformat()
@@ -302,16 +303,20 @@ def _changes(
     graph: Graph,
     fresh: pl.DataFrame,
     stored: pl.DataFrame,
+    values: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     """(rows to insert, rows to update, ids to archive); the stored values are read for the
-    recomputed pairs' edges only (all of them when every pair was recomputed)."""
+    recomputed pairs' edges only (all of them when every pair was recomputed), unless the
+    plan read them already (``values``)."""
     now = utcnow()
     by_key = stored.filter(pl.col("key").is_in(fresh["key"].implode())).select(
         "key", pl.col("id").alias("stored_id"), pl.col("status").alias("old_status")
     )
     every = fresh.height == len(graph.keys)
     ids = None if every else by_key["stored_id"].to_list()
-    values = stored_values(store, ids, stored.height).select(
+    if values is None:
+        values = stored_values(store, ids, stored.height)
+    values = values.select(
         pl.col("id").alias("stored_id"), *[pl.col(c).alias(f"old_{c}") for c in _VALUE_COLUMNS]
     )
     by_key = by_key.join(values, on="stored_id", how="left")
@@ -330,7 +335,7 @@ def _changes(
     updates = (
         known.filter(
             (pl.col("status") != pl.col("old_status"))
-            | (moved > config.write_tolerance)
+            | (moved > config.rewrite_above())
             | pl.any_horizontal([pl.col(f"old_{c}").is_null() for c in _VALUE_COLUMNS])
         )
         .select(pl.col("stored_id").alias("id"), *_VALUE_COLUMNS, "status")

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from memvault.graph import drift
 from memvault.graph import signals as sg
 from memvault.graph.config import GraphConfig
-from memvault.graph.inputs import Graph, Inputs, categories, code
+from memvault.graph.inputs import Graph, Inputs, categories, code, stored_values
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.audit import changes_in
@@ -25,6 +26,9 @@ CURSOR_KEY = "graph_edges"
 #: FULL_WHEN_CHANGES changed rows) an incremental run computes everything the full way.
 FULL_WHEN_SHARE = 0.5
 FULL_WHEN_CHANGES = 10_000
+#: A common neighbour whose weight's move alone could move a pair by more than this share of
+#: the drift budget has its pairs found (walked); the others are summed per entity.
+WALK_SHARE = 0.5
 
 
 def last_cursor(store: Store, key: str = CURSOR_KEY) -> dict[str, Any] | None:
@@ -110,9 +114,10 @@ def change_too_large(cursor: dict[str, Any], inputs: Inputs, changes: pl.DataFra
 class Plan:
     scope: np.ndarray  # bool per pair of the graph: recompute
     touched: int
-    deferred: dict[str, list[float | int | None]]
+    deferred: dict[str, list[float | int]]  # the drift carried per entity (drift.Carried)
     parts: dict[str, int] = field(default_factory=dict)  # pairs each rule added
     pairs: sg.KeySet | None = None  # the graph's pair keys
+    values: pl.DataFrame | None = None  # the stored values the plan read (id, signals)
 
     @classmethod
     def everything(cls, graph: Graph) -> Plan:
@@ -236,47 +241,79 @@ def plan_incremental(
     changed = np.zeros(n, dtype=bool)
     found = inputs.entity_codes(pl.Series(sorted(changed_ids), dtype=pl.Utf8))
     changed[found[found >= 0]] = True
+    plan.add("entity_refreshed", changed[graph.u] | changed[graph.v])
 
-    # Drift: session counts (Jaccard) and degrees (Adamic–Adar) of dirty entities.
-    carried = cursor.get("deferred", {}) or {}
-    g_acc = np.zeros(n)
-    d_ref = old_adj.sizes.astype(np.int64).copy()
-    names = sorted(carried)
-    for at, name in zip(inputs.entity_codes(pl.Series(names, dtype=pl.Utf8)), names, strict=True):
-        if at >= 0:
-            g, d = carried[name]
-            g_acc[at] = float(g or 0.0)
-            if d is not None:
-                d_ref[at] = int(d)
-    a_now = np.maximum(graph.sessions.sizes, 1)
-    growth = g_acc + dirty_count / a_now
+    # Drift: session counts (Jaccard) and degrees (Adamic–Adar), bounded per pair (drift.py).
     degree = graph.degree
-    f_now = sg.inverse_log_degree(degree)
-    f_ref = sg.inverse_log_degree(d_ref)
-    shift = np.abs(f_now - f_ref)
-    rel_shift = np.divide(shift, f_now, out=np.full(n, np.inf), where=f_now > 0)
-    rel_shift[shift == 0] = 0.0
-    hub = degree >= config.hub_degree
-    eps = config.drift_tolerance
-    refresh_j = (dirty_count > 0) & ~(hub & (growth <= eps))
-    refresh_a = (shift > 0) & ~(hub & (rel_shift <= eps))
-    refresh_j |= changed
+    sessions_now = graph.sessions.sizes
+    carried = drift.Carried.from_cursor(
+        cursor,
+        inputs.entity_codes(pl.Series(drift.names(cursor), dtype=pl.Utf8)),
+        old_adj.sizes,
+        sessions_now,
+    )
+    carried.see(dirty_count, degree)
+    w_j, w_a = config.weights.session_overlap, config.weights.adamic_adar
+    half, tol = config.adamic_adar_half, config.drift_budget()
+    shift = drift.degree_shift(carried, degree)
+    # Common neighbours whose shift could matter alone are walked (their pairs found); the
+    # others are summed per entity, a pair taking the smaller sum of its two ends.
+    walk = w_a * shift / half > tol * WALK_SHARE if tol > 0 else shift > 0
+    centres = np.nonzero(walk)[0]
+    owner, rank = _pairs_among_neighbours(graph.adj, centres, pairs, n)
+    moved_raw = np.bincount(rank, shift[centres[owner]], minlength=len(graph.keys)).astype(float)
+    around = drift.neighbour_sums(graph.adj, np.where(walk, 0.0, shift))
+    moved_raw += np.minimum(around[graph.u], around[graph.v])
+    # The bound with the signals at most 1 first; the stored values only where it is not enough.
+    growth = drift.session_growth(carried, sessions_now, graph.u, graph.v)
+    bound_j = w_j * growth
+    bound_a = w_a * moved_raw / half
+    over = (bound_j + bound_a > tol) & ~plan.scope
+    if tol > 0 and over.any():
+        known = drift.StoredPairs.of(stored, pairs)
+        plan.values = stored_values(store, known.ids_where(plan.scope | over), stored.height)
+        slack = config.rewrite_above()
+        j_then, a_then = known.signals(plan.values, "session_overlap", "adamic_adar")
+        bound_j = w_j * growth * _largest(w_j, j_then, slack)
+        bound_a = w_a * drift.normalized_move(a_then, moved_raw, half, slack / max(w_a, 1e-12))
+        over &= ~(bound_j + bound_a <= tol)
+    plan.add("entity_refreshed", over & (bound_j >= bound_a))
+    plan.add("neighbour_degree_changed", over & (bound_j < bound_a))
 
-    plan.add("entity_refreshed", refresh_j[graph.u] | refresh_j[graph.v])
-    a, b = _pairs_among_neighbours(graph.adj, np.nonzero(refresh_a)[0], pairs, n)
-    plan.add_keys("neighbour_degree_changed", a * n + b)
-
-    deferred: dict[str, list[float | int | None]] = {}
-    keep_j = ~refresh_j & (growth > 0)
-    keep_a = (shift > 0) & ~refresh_a
-    for k in np.nonzero(keep_j | keep_a)[0].tolist():
-        deferred[inputs.ids[k]] = [
-            float(growth[k]) if keep_j[k] else 0.0,
-            int(d_ref[k]) if keep_a[k] else None,
-        ]
+    # An entity with as many of its pairs recomputed as left has the rest recomputed too, so
+    # it starts afresh (else its counter never clears and its busy pairs recompute nightly).
+    left = ~plan.scope
+    open_pairs, done = _per_entity(graph, left, n), _per_entity(graph, ~left, n)
+    settle = (carried.sessions > 0) & (open_pairs > 0) & (open_pairs <= done)
+    plan.add("entity_refreshed", settle[graph.u] | settle[graph.v])
+    open_c = np.bincount(owner[left[rank]], minlength=len(centres))
+    done_c = np.bincount(owner[~left[rank]], minlength=len(centres))
+    settle_c = (open_c > 0) & (open_c <= done_c)
+    mask = np.zeros(len(graph.keys), dtype=bool)
+    mask[rank[settle_c[owner]]] = True
+    plan.add("neighbour_degree_changed", mask)
+    # What this run leaves unapplied: an entity whose pairs were all recomputed starts afresh.
+    left = ~plan.scope
+    carried.sessions[_per_entity(graph, left, n) == 0] = 0.0
+    open_c = np.bincount(owner[left[rank]], minlength=len(centres))
+    settled = np.concatenate([centres[open_c == 0], np.nonzero(shift == 0)[0]])
+    carried.lo[settled] = carried.hi[settled] = degree[settled]
     plan.touched = int(((dirty_count > 0) | changed | (shift > 0)).sum())
-    plan.deferred = deferred
+    plan.deferred = carried.as_cursor(inputs.ids, degree)
     return plan
+
+
+def _per_entity(graph: Graph, mask: np.ndarray, n: int) -> np.ndarray:
+    """How many of each entity's pairs ``mask`` selects."""
+    return np.bincount(graph.u[mask], minlength=n) + np.bincount(graph.v[mask], minlength=n)
+
+
+def _largest(weight: float, stored: np.ndarray, slack: float) -> np.ndarray:
+    """The largest value a signal can have had when last computed: stored, plus what the
+    write tolerance lets the two differ by (1 where nothing is stored)."""
+    if weight <= 0:
+        return np.ones(len(stored))
+    return np.nan_to_num(np.minimum(stored + slack / weight, 1.0), nan=1.0)
 
 
 def _isin(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -311,28 +348,50 @@ def _triangles_through(
 def _pairs_among_neighbours(
     adj: sg.Incidence, centres: np.ndarray, edges: sg.KeySet, n: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Edges (a, b) with both ends adjacent to one of ``centres`` (triangles through them)."""
+    """Edges with both ends adjacent to one of ``centres`` (triangles through them): the
+    position of that centre in ``centres`` and the edge's rank among ``edges``' keys."""
+    empty = np.zeros(0, dtype=np.int64)
     if len(centres) == 0:
-        empty = np.zeros(0, dtype=np.int64)
         return empty, empty
     edge_keys = edges.keys
     sizes = adj.sizes[centres]
     pair_cost = sizes * (sizes - 1) // 2
     big = pair_cost > len(edge_keys)
-    out_a: list[np.ndarray] = []
-    out_b: list[np.ndarray] = []
+    owners: list[np.ndarray] = [empty]
+    ranks: list[np.ndarray] = [empty]
     eu, ev = edge_keys // max(n, 1), edge_keys % max(n, 1)
-    for centre in centres[big]:  # a hub: scan the edge list once
+    for at in np.nonzero(big)[0].tolist():  # a hub: scan the edge list once
+        centre = centres[at]
         mask = np.zeros(n, dtype=bool)
         mask[adj.indices[adj.indptr[centre] : adj.indptr[centre + 1]]] = True
-        both = mask[eu] & mask[ev]
-        out_a.append(eu[both])
-        out_b.append(ev[both])
-    small = centres[~big]
-    for part in sg._chunks(pair_cost[~big]):
-        group, members = adj.expand(small[part])
-        a, b, _ = sg.co_mention_pairs(members, group, n)
-        hit = edges.contains(a * n + b)
-        out_a.append(a[hit])
-        out_b.append(b[hit])
-    return np.concatenate(out_a), np.concatenate(out_b)
+        both = np.nonzero(mask[eu] & mask[ev])[0]
+        owners.append(np.full(len(both), at, dtype=np.int64))
+        ranks.append(both)
+    small = np.nonzero(~big)[0]
+    for part in sg._chunks(pair_cost[small]):
+        group, members = adj.expand(centres[small[part]])
+        within, a, b = _pairs_within(group, members)
+        keys = a * n + b
+        hit = edges.contains(keys)
+        owners.append(small[part][within[hit]])
+        ranks.append(edges.rank(keys[hit]))
+    return np.concatenate(owners), np.concatenate(ranks)
+
+
+def _pairs_within(
+    group: np.ndarray, members: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair a < b of members of the same group, with its group (``group`` ascending,
+    members ascending within a group, as :meth:`signals.Incidence.expand` gives them)."""
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    alive = np.arange(len(group) - 1, dtype=np.int64)
+    j = 1
+    while alive.size:
+        alive = alive[alive + j < len(group)]
+        alive = alive[group[alive + j] == group[alive]]
+        out.append((group[alive], members[alive], members[alive + j]))
+        j += 1
+    if not out:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    return tuple(np.concatenate(p) for p in zip(*out, strict=True))  # type: ignore[return-value]

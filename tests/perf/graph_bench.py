@@ -224,7 +224,7 @@ def report(r: dict[str, Any]) -> str:
         f"edges {inc['edges_s']:.2f} s {ie['seconds']}",
         f"                       recomputed {ie['considered']:,} pairs {ie['scope']}, wrote "
         f"{ie['inserted']:,} new + {ie['updated']:,} changed + {ie['archived']:,} archived, "
-        f"{ie['deferred_hubs']} hubs deferred; total with Leiden/PPR {inc['total_s']:.2f} s, "
+        f"{ie['carried_entities']} entities carry drift; total with Leiden/PPR {inc['total_s']:.2f} s, "
         f"peak RSS {inc['peak_rss_mb']:.0f} MB",
         f"  incremental / full   edges {inc['edges_s'] / full['edges_s']:.0%} wall, "
         f"{inc['edges_cpu_s'] / full['edges_cpu_s']:.0%} CPU "
