@@ -280,18 +280,13 @@ def plan_incremental(
     plan.add("entity_refreshed", over & (bound_j >= bound_a))
     plan.add("neighbour_degree_changed", over & (bound_j < bound_a))
 
-    # An entity with as many of its pairs recomputed as left has the rest recomputed too, so
-    # it starts afresh (else its counter never clears and its busy pairs recompute nightly).
+    # An entity with twice as many of its pairs recomputed as left has the rest recomputed
+    # too, so it starts afresh (else its counter never clears and its busy pairs are
+    # recomputed night after night until the weekly full refresh).
     left = ~plan.scope
     open_pairs, done = _per_entity(graph, left, n), _per_entity(graph, ~left, n)
-    settle = (carried.sessions > 0) & (open_pairs > 0) & (open_pairs <= done)
+    settle = (carried.sessions > 0) & (open_pairs > 0) & (2 * open_pairs <= done)
     plan.add("entity_refreshed", settle[graph.u] | settle[graph.v])
-    open_c = np.bincount(owner[left[rank]], minlength=len(centres))
-    done_c = np.bincount(owner[~left[rank]], minlength=len(centres))
-    settle_c = (open_c > 0) & (open_c <= done_c)
-    mask = np.zeros(len(graph.keys), dtype=bool)
-    mask[rank[settle_c[owner]]] = True
-    plan.add("neighbour_degree_changed", mask)
     # What this run leaves unapplied: an entity whose pairs were all recomputed starts afresh.
     left = ~plan.scope
     carried.sessions[_per_entity(graph, left, n) == 0] = 0.0
