@@ -122,85 +122,81 @@ class _History:
     ids: list[str]  # entity id of each code (sorted, so code order is id order)
 
 
-def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings) -> _History:
-    tz = settings.timezone
-    local = _Days(day_range(first, last), tz)
-    start, _ = day_bounds(first, tz)
-    _, cut = day_bounds(last, tz)
-    mentions = mentions_known_before(store, cut)
-    if mentions.is_empty():
-        mentions = pl.DataFrame(
-            schema={
-                "entity_id": pl.Utf8,
-                "block_id": pl.Utf8,
-                "session_id": pl.Utf8,
-                "known_at": pl.Datetime("us"),
-            }
-        )
-    mentions = mentions.cast({"known_at": pl.Datetime("us")})
-    mentions = mentions.with_columns(local.of(mentions, "known_at"))
-    linked = facts_linking_before(store, cut)
-    if linked.is_empty():
-        linked = pl.DataFrame(
-            schema={
-                "subject_id": pl.Utf8,
-                "object_id": pl.Utf8,
-                "created_at": pl.Datetime("us"),
-                "expired_at": pl.Datetime("us"),
-            }
-        )
-    linked = linked.cast({"created_at": pl.Datetime("us"), "expired_at": pl.Datetime("us")})
-    linked = linked.with_columns(local.of(linked, "created_at"), local.of(linked, "expired_at"))
-    learned = facts_learned_between(store, start, cut)
-    if learned.is_empty():
-        learned = pl.DataFrame(
-            schema={
-                "id": pl.Utf8,
-                "subject_id": pl.Utf8,
-                "predicate": pl.Utf8,
-                "object": pl.Utf8,
-                "created_at": pl.Datetime("us"),
-            }
-        )
-    learned = learned.cast({"created_at": pl.Datetime("us")})
-    learned = learned.with_columns(local.of(learned, "created_at"))
-    recalls = recalls_between(store, start, cut)
-    if recalls.is_empty():
-        recalls = pl.DataFrame(
-            schema={"intent_label": pl.Utf8, "verdict": pl.Utf8, "created_at": pl.Datetime("us")}
-        )
-    recalls = recalls.cast({"created_at": pl.Datetime("us")})
-    recalls = recalls.with_columns(local.of(recalls, "created_at"))
-    sessions = sessions_started_between(store, start, cut)
-    sessions = (
-        sessions.with_columns(local.of(sessions, "started_at"))
-        if sessions.height
-        else pl.DataFrame(schema={"started_at_day": pl.Date})
-    )
-    blocks = memories_created_between(store, start, cut)
-    blocks = (
-        blocks.with_columns(local.of(blocks, "created_at"))
-        if blocks.height
-        else pl.DataFrame(schema={"created_at_day": pl.Date})
-    )
-    ids = (
-        pl.concat([mentions["entity_id"], linked["subject_id"], linked["object_id"]])
-        .unique()
-        .sort()
-    )
-    # Integer codes in id order (an Enum of the sorted ids): code order is id order.
+#: What each read holds, typed (an empty read carries no column types).
+_MENTIONS = {
+    "entity_id": pl.Utf8,
+    "block_id": pl.Utf8,
+    "session_id": pl.Utf8,
+    "known_at": pl.Datetime("us"),
+}
+_LINKED = {
+    "subject_id": pl.Utf8,
+    "object_id": pl.Utf8,
+    "created_at": pl.Datetime("us"),
+    "expired_at": pl.Datetime("us"),
+}
+_LEARNED = {
+    "id": pl.Utf8,
+    "subject_id": pl.Utf8,
+    "predicate": pl.Utf8,
+    "object": pl.Utf8,
+    "created_at": pl.Datetime("us"),
+}
+_RECALLS = {
+    "intent_label": pl.Utf8,
+    "verdict": pl.Utf8,
+    "created_at": pl.Datetime("us"),
+}
+
+
+def _placed(frame: pl.DataFrame, schema: dict[str, Any], local: _Days, *times: str) -> pl.DataFrame:
+    """``frame`` (an empty read as ``schema``) with its ``times`` as microsecond datetimes and
+    each placed on its local day (``<time>_day``): the readers ask by day, some by time too."""
+    if frame.is_empty():
+        frame = pl.DataFrame(schema=schema)
+    frame = frame.cast({t: pl.Datetime("us") for t in times})
+    return frame.with_columns(*(local.of(frame, t) for t in times))
+
+
+def _days_of(frame: pl.DataFrame, local: _Days, time: str) -> pl.DataFrame:
+    """Only the local day of each row's ``time`` (``<time>_day``): the activity counts need
+    no more."""
+    if not frame.height:
+        return pl.DataFrame(schema={f"{time}_day": pl.Date})
+    return frame.with_columns(local.of(frame, time))
+
+
+def _entity_pairs(
+    mentions: pl.DataFrame, linked: pl.DataFrame, ids: pl.Series
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the mentions with their entity as an integer code, the entity pairs the day graphs are
+    made of): codes follow the sorted ids (an Enum of them), so code order is id order and the
+    day walk can work on arrays."""
     enum = pl.Enum(ids)
 
     def code(column: str) -> pl.Expr:
         return pl.col(column).cast(enum).to_physical().cast(pl.Int64)
 
     mentions = mentions.with_columns(code=code("entity_id")).drop("entity_id")
+    facts = linked.select(
+        u=pl.min_horizontal(code("subject_id"), code("object_id")),
+        v=pl.max_horizontal(code("subject_id"), code("object_id")),
+        day=pl.col("created_at_day"),
+        # Retired during day X: no longer known at the end of X.
+        until=pl.col("expired_at_day"),
+    )
+    return mentions, pl.concat([_co_mentions(mentions), facts])
+
+
+def _co_mentions(mentions: pl.DataFrame) -> pl.DataFrame:
+    """Each pair of entities named in one memory, once per memory, known when the later of its
+    two mentions was: the co-mentions an edge counts (u < v, codes; never retired)."""
     in_blocks = (
         mentions.filter(pl.col("block_id").is_not_null())
         .select("code", "known_at_day", block=pl.col("block_id").rank("dense"))
         .unique(["code", "block"])
     )
-    co = (
+    return (
         in_blocks.join(in_blocks, on="block", suffix="_b")
         .filter(pl.col("code") < pl.col("code_b"))
         .select(
@@ -210,14 +206,28 @@ def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings
             until=pl.lit(None, dtype=pl.Date),
         )
     )
-    linked = linked.select(
-        u=pl.min_horizontal(code("subject_id"), code("object_id")),
-        v=pl.max_horizontal(code("subject_id"), code("object_id")),
-        day=pl.col("created_at_day"),
-        # Retired during day X: no longer known at the end of X.
-        until=pl.col("expired_at_day"),
+
+
+def _load(store: Store, first: dt.date, last: dt.date, settings: ProfileSettings) -> _History:
+    """Read the batch's history once, every store time placed on its local day, the entities
+    coded as integers: the whole history the entity graph needs (known by the end of ``last``),
+    the rest for [first, last] only."""
+    tz = settings.timezone
+    local = _Days(day_range(first, last), tz)
+    start, _ = day_bounds(first, tz)
+    _, cut = day_bounds(last, tz)
+    mentions = _placed(mentions_known_before(store, cut), _MENTIONS, local, "known_at")
+    linked = _placed(facts_linking_before(store, cut), _LINKED, local, "created_at", "expired_at")
+    learned = _placed(facts_learned_between(store, start, cut), _LEARNED, local, "created_at")
+    recalls = _placed(recalls_between(store, start, cut), _RECALLS, local, "created_at")
+    sessions = _days_of(sessions_started_between(store, start, cut), local, "started_at")
+    blocks = _days_of(memories_created_between(store, start, cut), local, "created_at")
+    ids = (
+        pl.concat([mentions["entity_id"], linked["subject_id"], linked["object_id"]])
+        .unique()
+        .sort()
     )
-    pairs = pl.concat([co, linked])
+    mentions, pairs = _entity_pairs(mentions, linked, ids)
     return _History(
         mentions=mentions,
         pairs=pairs,
@@ -265,7 +275,10 @@ class _EdgeCounts:
         self.by_day = {
             epoch + dt.timedelta(days=int(d[0])): (i, x)
             for d, i, x in zip(
-                np.split(days, cuts), np.split(index, cuts), np.split(delta, cuts), strict=True
+                np.split(days, cuts),
+                np.split(index, cuts),
+                np.split(delta, cuts),
+                strict=True,
             )
             if len(d)
         }
@@ -354,19 +367,40 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
     first, last = min(days), max(days)
     yesterday = first - dt.timedelta(days=1)
     history = _load(store, yesterday, last, settings)
-    ids = history.ids
-    counts = _EdgeCounts(history.pairs, len(ids), yesterday)
-    counts.batch_graph(last)
-    attention_by_day = {
+    found = _walk(history, yesterday, first, last, settings)
+    labels = _Labels(history.ids, _names_of(store, history.ids, found))
+    _, cut_all = day_bounds(last, settings.timezone)
+    rows = [_row(store, history, f, labels, cut_all, settings) for f in found]
+    return pl.DataFrame(rows, schema_overrides={"day": pl.Date, "known_at": pl.Datetime("us")})
+
+
+def _attention_by_day(mentions: pl.DataFrame, since: dt.date) -> dict[dt.date, pl.DataFrame]:
+    """Each day's mentions per entity from ``since`` on (code, n, by code): where that day's
+    PageRank restarts, and how much."""
+    return {
         day: part.select("code", "n").sort("code")
-        for (day,), part in history.mentions.filter(pl.col("known_at_day") >= yesterday)
+        for (day,), part in mentions.filter(pl.col("known_at_day") >= since)
         .group_by("known_at_day", "code")
         .agg(pl.len().alias("n"))
         .partition_by("known_at_day", as_dict=True)
         .items()
     }
-    _, cut_all = day_bounds(last, settings.timezone)
-    found: list[dict[str, Any]] = []  # each day's figures, entities as codes (named below)
+
+
+def _walk(
+    history: _History,
+    yesterday: dt.date,
+    first: dt.date,
+    last: dt.date,
+    settings: ProfileSettings,
+) -> list[dict[str, Any]]:
+    """Each day's figures, entities as codes (named later), the days walked in order so the
+    edge counts advance once per day; the day before ``first`` is walked only for its top list,
+    which the first day's change is measured against."""
+    counts = _EdgeCounts(history.pairs, len(history.ids), yesterday)
+    counts.batch_graph(last)
+    attention_by_day = _attention_by_day(history.mentions, yesterday)
+    found: list[dict[str, Any]] = []
     previous: list[int] | None = None
     for day in day_range(yesterday, last):
         _, end = day_bounds(day, settings.timezone)
@@ -381,98 +415,130 @@ def compute_snapshots(store: Store, days: list[dt.date], settings: ProfileSettin
             settings.top_n,
         )
         top_ids = [code for code, _ in top]
-        if day < first:
-            previous = top_ids
-            continue
-        before = previous or []
-        found.append(
-            {
-                "day": day,
-                "end": end,
-                "top": top,
-                "appeared": [c for c in top_ids if c not in before],
-                "disappeared": [c for c in before if c not in top_ids],
-                "attention": attention,
-                "mentioned": sorted(attention.iter_rows(), key=lambda ck: (-ck[1], ck[0]))[
-                    :MENTIONED_LIMIT
-                ],
-                "learned": history.learned.filter(pl.col("created_at_day") == day).sort(
-                    "created_at", "id"
-                ),
-            }
-        )
+        if day >= first:
+            found.append(_figures(history, day, end, top, previous or [], attention))
         previous = top_ids
-    # Only the entities the rows name are looked up, not every entity of the store.
+    return found
+
+
+def _figures(
+    history: _History,
+    day: dt.date,
+    end: dt.datetime,
+    top: list[tuple[int, float]],
+    before: list[int],
+    attention: pl.DataFrame,
+) -> dict[str, Any]:
+    """One day's figures (entities as codes): its top list and what entered and left it since
+    ``before`` (yesterday's), its attention, the most mentioned, the facts learned."""
+    top_ids = [code for code, _ in top]
+    return {
+        "day": day,
+        "end": end,
+        "top": top,
+        "appeared": [c for c in top_ids if c not in before],
+        "disappeared": [c for c in before if c not in top_ids],
+        "attention": attention,
+        "mentioned": sorted(attention.iter_rows(), key=lambda ck: (-ck[1], ck[0]))[
+            :MENTIONED_LIMIT
+        ],
+        "learned": history.learned.filter(pl.col("created_at_day") == day).sort("created_at", "id"),
+    }
+
+
+def _names_of(
+    store: Store, ids: list[str], found: list[dict[str, Any]]
+) -> dict[str, tuple[str, str]]:
+    """The labels (id → name, type) of the entities the days' rows name: only those are looked
+    up, not every entity of the store."""
     named: set[str] = set()
     for f in found:
         codes = [c for c, _ in f["top"]] + f["appeared"] + f["disappeared"]
         named |= {ids[c] for c in codes + [c for c, _ in f["mentioned"]]}
         named |= set(f["learned"].head(FACTS_LIMIT)["subject_id"].to_list())
-    names = entity_labels_of(store, sorted(named)) if named else {}
+    return entity_labels_of(store, sorted(named)) if named else {}
 
-    def entity(code: int, **extra: Any) -> dict[str, Any]:
-        eid = ids[code]
-        name, etype = names.get(eid, (eid, "unknown"))
+
+@dataclass
+class _Labels:
+    """Entity codes and ids as the rows show them (an id the store no longer names shows as
+    itself)."""
+
+    ids: list[str]
+    names: dict[str, tuple[str, str]]
+
+    def entity(self, code: int, **extra: Any) -> dict[str, Any]:
+        eid = self.ids[code]
+        name, etype = self.names.get(eid, (eid, "unknown"))
         return {"id": eid, "name": name, "type": etype, **extra}
 
-    rows: list[dict[str, Any]] = []
-    for f in found:
-        day, end, attention, learned = f["day"], f["end"], f["attention"], f["learned"]
-        attention_ids = {ids[c]: int(k) for c, k in attention.iter_rows()}
-        intents = (
-            history.recalls.filter(
-                (pl.col("created_at_day") == day) & pl.col("intent_label").is_not_null()
-            )
-            .group_by("intent_label")
-            .agg(pl.len().alias("count"))
-            .sort(["count", "intent_label"], descending=[True, False])
-            .head(settings.top_n)
-        )
-        known = facts_known_at(store, end)
-        recalls_today = history.recalls.filter(pl.col("created_at_day") == day)
-        rows.append(
+    def subject(self, eid: str) -> str:
+        return self.names.get(eid, (eid, ""))[0]
+
+
+def _row(
+    store: Store,
+    history: _History,
+    f: dict[str, Any],
+    labels: _Labels,
+    cut_all: dt.datetime,
+    settings: ProfileSettings,
+) -> dict[str, Any]:
+    """A day's ``profile_daily`` row: its figures named, JSON as stored, read as of the end of
+    the day (never later than the batch's end, ``cut_all``)."""
+    day, end, attention, learned = f["day"], f["end"], f["attention"], f["learned"]
+    attention_ids = {labels.ids[c]: int(k) for c, k in attention.iter_rows()}
+    recalls_today = history.recalls.filter(pl.col("created_at_day") == day)
+    return {
+        "id": f"profile:{day.isoformat()}",
+        "day": day,
+        "top_intents": _dumps(_top_intents(history.recalls, day, settings.top_n)),
+        "top_entities": _dumps([labels.entity(code, score=s) for code, s in f["top"]]),
+        "delta_vs_yesterday": _dumps(
             {
-                "id": f"profile:{day.isoformat()}",
-                "day": day,
-                "top_intents": _dumps([{"intent": i, "count": c} for i, c in intents.iter_rows()]),
-                "top_entities": _dumps([entity(code, score=s) for code, s in f["top"]]),
-                "delta_vs_yesterday": _dumps(
-                    {
-                        "appeared": [entity(c) for c in f["appeared"]],
-                        "disappeared": [entity(c) for c in f["disappeared"]],
-                    }
-                ),
-                "known_at": end if end <= cut_all else cut_all,
-                "timezone": settings.timezone,
-                "activity": _dumps(
-                    {
-                        "sessions": history.sessions.filter(pl.col("started_at_day") == day).height,
-                        "memories": history.blocks.filter(pl.col("created_at_day") == day).height,
-                        "mentions": int(sum(attention_ids.values())),
-                        "recalls": recalls_today.height,
-                        "recalls_failed": recalls_today.filter(
-                            pl.col("verdict") == "INCORRECT"
-                        ).height,
-                        "facts_learned": learned.height,
-                        "facts_known": known,
-                    }
-                ),
-                "attention": _dumps(attention_ids),
-                "mentioned": _dumps([entity(c, mentions=int(k)) for c, k in f["mentioned"]]),
-                "facts_learned": _dumps(
-                    [
-                        {
-                            "id": r["id"],
-                            "subject": names.get(r["subject_id"], (r["subject_id"], ""))[0],
-                            "predicate": r["predicate"],
-                            "object": r["object"],
-                        }
-                        for r in learned.head(FACTS_LIMIT).iter_rows(named=True)
-                    ]
-                ),
+                "appeared": [labels.entity(c) for c in f["appeared"]],
+                "disappeared": [labels.entity(c) for c in f["disappeared"]],
             }
-        )
-    return pl.DataFrame(rows, schema_overrides={"day": pl.Date, "known_at": pl.Datetime("us")})
+        ),
+        "known_at": end if end <= cut_all else cut_all,
+        "timezone": settings.timezone,
+        "activity": _dumps(
+            {
+                "sessions": history.sessions.filter(pl.col("started_at_day") == day).height,
+                "memories": history.blocks.filter(pl.col("created_at_day") == day).height,
+                "mentions": int(sum(attention_ids.values())),
+                "recalls": recalls_today.height,
+                "recalls_failed": recalls_today.filter(pl.col("verdict") == "INCORRECT").height,
+                "facts_learned": learned.height,
+                "facts_known": facts_known_at(store, end),
+            }
+        ),
+        "attention": _dumps(attention_ids),
+        "mentioned": _dumps([labels.entity(c, mentions=int(k)) for c, k in f["mentioned"]]),
+        "facts_learned": _dumps(
+            [
+                {
+                    "id": r["id"],
+                    "subject": labels.subject(r["subject_id"]),
+                    "predicate": r["predicate"],
+                    "object": r["object"],
+                }
+                for r in learned.head(FACTS_LIMIT).iter_rows(named=True)
+            ]
+        ),
+    }
+
+
+def _top_intents(recalls: pl.DataFrame, day: dt.date, top_n: int) -> list[dict[str, Any]]:
+    """The day's most frequent recall intents (ties by name)."""
+    intents = (
+        recalls.filter((pl.col("created_at_day") == day) & pl.col("intent_label").is_not_null())
+        .group_by("intent_label")
+        .agg(pl.len().alias("count"))
+        .sort(["count", "intent_label"], descending=[True, False])
+        .head(top_n)
+    )
+    return [{"intent": i, "count": c} for i, c in intents.iter_rows()]
 
 
 def write_snapshots(store: Store, snapshots: pl.DataFrame, run_id: str) -> Written:
