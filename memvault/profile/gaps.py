@@ -251,73 +251,104 @@ def record_gaps(
             named=True
         )
     }
-    inserts: list[dict[str, Any]] = []
-    updates: list[dict[str, Any]] = []
-    answers: dict[str, dt.datetime] = {}
+    plan = _plan_gap_writes(gaps, existing, run_id, now)
+    for gid in answered_ids:
+        plan.answers.setdefault(gid, now)
+    with nullcontext(into) if into is not None else store.mutation(run_id, phase) as m:
+        return _write_gaps(m, plan, reason)
+
+
+@dataclass
+class _GapPlan:
+    """The rows one :func:`record_gaps` call inserts, the fail counts it updates, and the gaps
+    it marks answered (id → when)."""
+
+    inserts: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    answers: dict[str, dt.datetime] = field(default_factory=dict)
+
+
+def _plan_gap_writes(
+    gaps: list[dict[str, Any]],
+    existing: dict[str, dict[str, Any]],
+    run_id: str,
+    now: dt.datetime,
+) -> _GapPlan:
+    """What to write for ``gaps`` given the rows already recorded (``existing``, by id), before
+    anything is written: a gap listed twice opens one row."""
+    plan = _GapPlan()
     opening: set[str] = set()
     for gap in gaps:
         gid = gap_id(gap["kind"], gap["signature"])
         old = existing.get(gid)
         if old is None:
-            if gid in opening:
-                continue  # the same gap twice in one list: one row
-            opening.add(gid)
-            answered = gap["answered_at"] is not None
-            inserts.append(
-                {
-                    "id": gid,
-                    "query_signature": gap["signature"],
-                    "kind": gap["kind"],
-                    "fail_count": gap["fail_count"],
-                    "first_fail_at": gap["first_fail_at"] or now,
-                    "last_fail_at": gap["last_fail_at"] or now,
-                    "status": "answered" if answered else "open",
-                    "answered_at": gap["answered_at"],
-                    "detail": json.dumps(gap["detail"] | {"run_id": run_id}, sort_keys=True),
-                }
-            )
+            if gid not in opening:
+                opening.add(gid)
+                plan.inserts.append(_new_gap_row(gap, gid, run_id, now))
             continue
         count = gap["fail_count"]
         if gap["kind"] == "recall" and count and int(old["fail_count"] or 0) != count:
-            updates.append(
-                {"id": gid, "fail_count": gap["fail_count"], "last_fail_at": gap["last_fail_at"]}
+            plan.updates.append(
+                {
+                    "id": gid,
+                    "fail_count": gap["fail_count"],
+                    "last_fail_at": gap["last_fail_at"],
+                }
             )
         if old["status"] == "open" and gap["answered_at"] is not None:
-            answers[gid] = gap["answered_at"]
-    for gid in answered_ids:
-        answers.setdefault(gid, now)
+            plan.answers[gid] = gap["answered_at"]
+    return plan
+
+
+def _new_gap_row(gap: dict[str, Any], gid: str, run_id: str, now: dt.datetime) -> dict[str, Any]:
+    """A gap's first row: answered already when the data answered it; a structural gap (no
+    failures) dated ``now``; the finding run kept in its detail."""
+    return {
+        "id": gid,
+        "query_signature": gap["signature"],
+        "kind": gap["kind"],
+        "fail_count": gap["fail_count"],
+        "first_fail_at": gap["first_fail_at"] or now,
+        "last_fail_at": gap["last_fail_at"] or now,
+        "status": "answered" if gap["answered_at"] is not None else "open",
+        "answered_at": gap["answered_at"],
+        "detail": json.dumps(gap["detail"] | {"run_id": run_id}, sort_keys=True),
+    }
+
+
+def _write_gaps(m: Mutation, plan: _GapPlan, reason: str) -> GapWrites:
+    """Write ``plan`` through the audited path (each change with its before-image)."""
     written = GapWrites()
-    with nullcontext(into) if into is not None else store.mutation(run_id, phase) as m:
-        if inserts:
-            frame = pl.DataFrame(
-                inserts,
-                schema_overrides={
-                    "first_fail_at": pl.Datetime("us"),
-                    "last_fail_at": pl.Datetime("us"),
-                    "answered_at": pl.Datetime("us"),
-                },
-            )
-            written.opened = len(m.insert("knowledge_gap", frame, action="gap-open", reason=reason))
-        if updates:
-            written.updated = m.update_many(
-                "knowledge_gap",
-                pl.DataFrame(updates),
-                action="update",
-                reason="more recall failures",
-            )
-        if answers:
-            written.answered = m.update_many(
-                "knowledge_gap",
-                pl.DataFrame(
-                    [
-                        {"id": gid, "status": "answered", "answered_at": at}
-                        for gid, at in answers.items()
-                    ],
-                    schema_overrides={"answered_at": pl.Datetime("us")},
-                ),
-                action="gap-answered",
-                reason="the data now answers it (nothing was filled in)",
-            )
+    if plan.inserts:
+        frame = pl.DataFrame(
+            plan.inserts,
+            schema_overrides={
+                "first_fail_at": pl.Datetime("us"),
+                "last_fail_at": pl.Datetime("us"),
+                "answered_at": pl.Datetime("us"),
+            },
+        )
+        written.opened = len(m.insert("knowledge_gap", frame, action="gap-open", reason=reason))
+    if plan.updates:
+        written.updated = m.update_many(
+            "knowledge_gap",
+            pl.DataFrame(plan.updates),
+            action="update",
+            reason="more recall failures",
+        )
+    if plan.answers:
+        written.answered = m.update_many(
+            "knowledge_gap",
+            pl.DataFrame(
+                [
+                    {"id": gid, "status": "answered", "answered_at": at}
+                    for gid, at in plan.answers.items()
+                ],
+                schema_overrides={"answered_at": pl.Datetime("us")},
+            ),
+            action="gap-answered",
+            reason="the data now answers it (nothing was filled in)",
+        )
     return written
 
 
