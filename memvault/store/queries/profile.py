@@ -1,6 +1,7 @@
 """The profile family (``profile_daily``, ``interest_window``, ``diary``, ``knowledge_gap``): a
-day's snapshot, its interest windows, its diary page and the gaps recorded, as stored; and what a
-snapshot reads of the history as the store knew it at a day's end."""
+day's snapshot, its interest windows, its diary page and the gaps recorded, as stored; what a
+snapshot reads of the history as the store knew it at a day's end, and what the gap rules read of
+the recall log, the owner's mentions and the communities."""
 
 from __future__ import annotations
 
