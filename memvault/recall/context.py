@@ -81,12 +81,21 @@ def replies_in_sessions(store: Store, sessions: list[str]) -> dict[str, str | No
 def with_replies(total: np.ndarray, asked: np.ndarray) -> np.ndarray:
     """A reply's score: its own when positive (a reply sharing nothing with the query is no
     evidence against it) plus ``REPLY_SHARE`` of the positive score of the question it
-    answers; other blocks keep their score."""
-    if not total.size or not (asked >= 0).any():
+    answers; other blocks keep their score. Only the replies' rows are worked on."""
+    replies = np.flatnonzero(asked >= 0)
+    if not total.size or not replies.size:
         return total
-    positive = np.clip(np.where(np.isfinite(total), total, 0.0), 0.0, None)
-    lift = REPLY_SHARE * np.append(positive, 0.0)[asked]  # position -1 reads the appended 0
-    return np.where(lift > 0, positive + lift, total)
+    lift = REPLY_SHARE * _positive(total[asked[replies]])
+    lifted = lift > 0
+    rows = replies[lifted]
+    out = total.copy()
+    out[rows] = _positive(total[rows]) + lift[lifted]
+    return out
+
+
+def _positive(scores: np.ndarray) -> np.ndarray:
+    """``scores`` below 0, or without evidence (``-inf``), as 0."""
+    return np.clip(np.where(np.isfinite(scores), scores, 0.0), 0.0, None)
 
 
 def is_question(text: str) -> bool:
@@ -95,5 +104,9 @@ def is_question(text: str) -> bool:
 
 
 def with_questions_lowered(total: np.ndarray, question: np.ndarray) -> np.ndarray:
-    """``total`` with the positive scores of the questions times ``QUESTION_FACTOR``."""
-    return np.where(question & (total > 0), total * QUESTION_FACTOR, total)
+    """``total`` with the positive scores of the questions times ``QUESTION_FACTOR`` (a new
+    array: the caller adds to it in place)."""
+    out = total.copy()
+    asks = question & (total > 0)
+    out[asks] *= QUESTION_FACTOR
+    return out

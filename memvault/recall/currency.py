@@ -370,8 +370,12 @@ class FactsCache:
 
     def check(self, store: Store) -> None:
         """Drop what was read when a fact was written since."""
-        # Changes whenever a fact is written: every write to triples (undo included) is audited.
-        mark = last_audit_id(store, "triples")
+        # Changes whenever a fact is written: every write to triples (undo included) is audited,
+        # and audit rows are never deleted, so only those after the mark need reading.
+        known = self.mark if isinstance(self.mark, int) else None
+        mark = last_audit_id(store, "triples", after=known)
+        if known is not None and mark is None:
+            return
         if mark != self.mark:
             self.entries.clear()
             self._stated = None

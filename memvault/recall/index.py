@@ -283,6 +283,24 @@ def _session_codes(seg: Segment, codes: dict[str, int]) -> np.ndarray:
     )
 
 
+def _joined(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The arrays end to end; the one array itself (no copy of every block's value per query)
+    when there is one: the second segment is empty between refreshes."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _best(rows: np.ndarray, total: np.ndarray, top: int) -> np.ndarray:
+    """The ``top`` of ``rows`` (ascending) with the highest ``total``, best first, ties in row
+    order: a stable sort of only those at or above the ``top``-th score (an owner's thousands
+    of facts name objects that tens of thousands of memories mention)."""
+    scores = -total[rows]
+    if len(rows) > top > 0:
+        kth = np.partition(scores, top - 1)[top - 1]
+        keep = scores <= kth
+        rows, scores = rows[keep], scores[keep]
+    return rows[np.argsort(scores, kind="stable")[:top]]
+
+
 def _id_at(segs: list[Segment], row: int) -> str:
     """The block id of ``row`` counted over ``segs`` end to end (no list of every id is built
     per query: only the best few are looked up)."""
@@ -697,12 +715,12 @@ class SearchIndex:
         parts = [
             self._signals(seg, query, query_vector, entity_ids, speakers, asked) for seg in segs
         ]
-        signals = Signals(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
-        live = np.concatenate([seg.live for seg in segs])
-        replies = np.concatenate(
+        signals = Signals(*(_joined(arrays) for arrays in zip(*parts, strict=True)))
+        live = _joined([seg.live for seg in segs])
+        replies = _joined(
             [seg.asked if seg.asked is not None else np.full(seg.size, -1) for seg in segs]
         )
-        question = np.concatenate(
+        question = _joined(
             [
                 seg.question if seg.question is not None else np.zeros(seg.size, dtype=bool)
                 for seg in segs
@@ -710,7 +728,9 @@ class SearchIndex:
         )
         base, bonus = fuse_parts(signals)
         said = with_questions_lowered(with_replies(base, replies), question)
-        total = np.where(live, said + bonus, -np.inf)
+        said += bonus
+        said[~live] = -np.inf
+        total = said
         total = expand(total, self.links(segs), entity_ids, live)
         k = min(top, len(total))
         best = np.argpartition(-total, k - 1)[:k]
@@ -750,11 +770,9 @@ class SearchIndex:
             near_rows = [seg.mentions[e] for e in include_mentioning if e in seg.mentions]
             if near_rows:
                 mentioned = np.zeros(seg.size, dtype=bool)
-                for rows_of_entity in near_rows:
-                    mentioned[rows_of_entity] = True
+                mentioned[np.concatenate(near_rows)] = True
                 near = np.flatnonzero(mentioned) + offset  # each row once, in order
-                near = near[np.isfinite(total[near])]
-                near = near[np.argsort(-total[near], kind="stable")[:top]]
+                near = _best(near[np.isfinite(total[near])], total, top)
                 ids += [seg.ids[i - offset] for i in near.tolist()]
                 scores.append(total[near])
             offset += seg.size

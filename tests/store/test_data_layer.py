@@ -131,5 +131,13 @@ def test_entity_and_fact_queries_keep_merged_labels_and_filter_status(store: Sto
 
     marks = last_audit_id(store), last_audit_id(store, "triples"), last_audit_id(store, "edges")
     assert marks[0] is not None and marks[1] == marks[0] and marks[2] is None
+    assert last_audit_id(store, "triples", after=marks[1]) is None, "nothing written since"
+    run2 = store.begin_run("test")
+    with store.mutation(run2, "seed") as m:
+        m.insert("entities", _entities({"e3": ("Cy", "active")}))
+    store.finish_run(run2, "succeeded")
+    assert last_audit_id(store, "triples", after=marks[1]) is None, "no fact written since"
+    newest = last_audit_id(store)
+    assert newest is not None and last_audit_id(store, after=marks[0]) == newest > marks[0]
     assert audit_count(store, run) == 4 and audit_count(store, run, "other") == 0
     assert audited_targets(store, run) == {"e1", "e2", "t1", "t2"}

@@ -37,14 +37,22 @@ def audited_targets(store: Store, run_id: str) -> set[str]:
     return {str(r[0]) for r in rows if r[0] is not None}
 
 
-def last_audit_id(store: Store, table: str | None = None) -> int | None:
+def last_audit_id(store: Store, table: str | None = None, after: int | None = None) -> int | None:
     """The newest audit row's id (of changes to ``table`` only, if given); None when there is
     none. Audit ids only grow, so a reader keeps it as a high-water mark: a different value
-    later means something was written since."""
-    if table is None:
-        rows = store.fetch("SELECT max(id) FROM audit_log")
-    else:
-        rows = store.fetch("SELECT max(id) FROM audit_log WHERE target_table = :t", {"t": table})
+    later means something was written since. With ``after`` (a mark read before), only the
+    rows written since are looked at, and None means none was: the audit log grows with
+    every write, and a reader asking before each recall must not read all of it."""
+    where: list[str] = []
+    params: dict[str, object] = {}
+    if table is not None:
+        where.append("target_table = :t")
+        params["t"] = table
+    if after is not None:
+        where.append("id > :after")
+        params["after"] = after
+    sql = "SELECT max(id) FROM audit_log" + (" WHERE " + " AND ".join(where) if where else "")
+    rows = store.fetch(sql, params or None)
     return None if rows[0][0] is None else int(rows[0][0])
 
 
