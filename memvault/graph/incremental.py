@@ -20,6 +20,8 @@ from memvault.graph.inputs import Graph, Inputs, categories, code, stored_values
 from memvault.normalize import utcnow
 from memvault.store import Store
 from memvault.store.queries.audit import changes_in
+from memvault.store.queries.graph import block_sessions, entity_vectors_since, mention_sessions
+from memvault.store.queries.runs import newest_standing_cursor
 
 CURSOR_KEY = "graph_edges"
 #: Above this share of recomputed pairs (or of changed rows among the mentions, with at least
@@ -34,16 +36,12 @@ WALK_SHARE = 0.5
 def last_cursor(store: Store, key: str = CURSOR_KEY) -> dict[str, Any] | None:
     """The newest cursor under ``key`` (default: the edges') on a run that was neither undone
     nor reverted (what it wrote is still in place); it names that run as ``run_id``."""
-    rows = store.fetch(
-        "SELECT id, cursor FROM runs WHERE status NOT IN ('undone', 'reverted') "
-        "AND cursor LIKE :pattern "
-        "ORDER BY started_at DESC, id DESC LIMIT 1",
-        {"pattern": f'%"{key}"%'},
-    )
-    if not rows:
+    found = newest_standing_cursor(store, key)
+    if found is None:
         return None
-    value = json.loads(rows[0][1] or "{}").get(key)
-    return {**value, "run_id": str(rows[0][0])} if isinstance(value, dict) else None
+    run_id, text = found
+    value = json.loads(text or "{}").get(key)
+    return {**value, "run_id": run_id} if isinstance(value, dict) else None
 
 
 def full_reason(
@@ -150,16 +148,10 @@ def _dirty(
         mention_ids = audit.filter(pl.col("target_table") == "mentions")["target_id"].to_list()
         block_ids = audit.filter(pl.col("target_table") == "blocks")["target_id"].to_list()
         changed = set(audit.filter(pl.col("target_table") == "entities")["target_id"].to_list())
-        for column, ids in (("id", mention_ids), ("block_id", block_ids)):
-            if ids:
-                frames.append(
-                    store.fetch_df(
-                        "SELECT m.entity_id, COALESCE(m.session_id, b.session_id) AS session_id "
-                        f"FROM mentions m LEFT JOIN blocks b ON b.id = m.block_id "
-                        f"WHERE m.{column} = ANY(:ids)",
-                        {"ids": ids},
-                    )
-                )
+        if mention_ids:
+            frames.append(mention_sessions(store, "id", mention_ids))
+        if block_ids:
+            frames.append(mention_sessions(store, "block_id", block_ids))
         before = audit.filter(
             (pl.col("target_table") == "mentions") & pl.col("before_image").is_not_null()
         )
@@ -171,20 +163,11 @@ def _dirty(
                 )
             )
         if block_ids:  # a block's own session (it may have no mention left)
-            frames.append(
-                store.fetch_df(
-                    "SELECT NULL AS entity_id, session_id FROM blocks WHERE id = ANY(:ids)",
-                    {"ids": block_ids},
-                )
-            )
+            frames.append(block_sessions(store, block_ids))
     if inputs.model:
         since = cursor.get("vectors_at")
-        sql = "SELECT target_id FROM embeddings WHERE target_kind = 'entity' AND model = :m"
-        params: dict[str, Any] = {"m": inputs.model}
-        if since:
-            sql += " AND created_at > :t"
-            params["t"] = dt.datetime.fromisoformat(since)
-        changed |= {str(r[0]) for r in store.fetch(sql, params)}
+        at = dt.datetime.fromisoformat(since) if since else None
+        changed |= entity_vectors_since(store, inputs.model, at)
     rows = pl.concat([f.cast({"entity_id": pl.Utf8, "session_id": pl.Utf8}) for f in frames])
     return rows, changed
 

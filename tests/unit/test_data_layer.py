@@ -24,6 +24,7 @@ WIRING = ("resources", "assets", "pipelines")
 #: Core modules whose queries moved into the data layer: they stay without SQL (a write through
 #: the audited path, ``mutation.update_many("entities", ...)``, is not SQL and may stay).
 MOVED = (
+    "memvault/graph/incremental.py",
     "memvault/inbox.py",
     "memvault/recall/feedback.py",
     "memvault/recall/context.py",

@@ -114,6 +114,17 @@ def newest_entity_vector_at(store: Store, model: str) -> dt.datetime | None:
     )[0][0]
 
 
+def entity_vectors_since(store: Store, model: str, since: dt.datetime | None) -> set[str]:
+    """Ids of the entities whose vector of ``model`` was made after ``since`` (all with one
+    when ``since`` is None)."""
+    sql = "SELECT target_id FROM embeddings WHERE target_kind = 'entity' AND model = :m"
+    params: dict[str, object] = {"m": model}
+    if since is not None:
+        sql += " AND created_at > :t"
+        params["t"] = since
+    return {str(r[0]) for r in store.fetch(sql, params)}
+
+
 _WITHOUT_VECTOR_SQL = """
 SELECT count(*) FROM entities e
 WHERE e.status = 'active' AND NOT EXISTS (
@@ -127,6 +138,27 @@ def entities_without_vector(store: Store, model: str | None) -> int:
     if not model:
         return int(store.fetch("SELECT count(*) FROM entities WHERE status = 'active'")[0][0])
     return int(store.fetch(_WITHOUT_VECTOR_SQL, {"m": model})[0][0])
+
+
+def mention_sessions(
+    store: Store, by: Literal["id", "block_id"], ids: Sequence[str]
+) -> pl.DataFrame:
+    """Entity id and the session each mention counts in (its own, else its block's), of the
+    mentions with ``by`` (their id, or their block's id) in ``ids``."""
+    return store.fetch_df(
+        "SELECT m.entity_id, COALESCE(m.session_id, b.session_id) AS session_id "
+        f"FROM mentions m LEFT JOIN blocks b ON b.id = m.block_id WHERE m.{by} = ANY(:ids)",
+        {"ids": list(ids)},
+    )
+
+
+def block_sessions(store: Store, ids: Sequence[str]) -> pl.DataFrame:
+    """The sessions of blocks ``ids``, with a null entity id (the session may have lost its
+    last mention): columns entity_id, session_id."""
+    return store.fetch_df(
+        "SELECT NULL AS entity_id, session_id FROM blocks WHERE id = ANY(:ids)",
+        {"ids": list(ids)},
+    )
 
 
 # -- the connected graph Leiden, PageRank and discovery read (:mod:`memvault.graph`) ----------

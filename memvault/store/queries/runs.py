@@ -194,6 +194,17 @@ def other_standing_run_with(store: Store, key: str, other_than: str) -> bool:
     return int(rows[0][0]) > 0
 
 
+def newest_standing_cursor(store: Store, key: str) -> tuple[str, str | None] | None:
+    """The newest run, neither undone nor reverted, whose cursor holds ``key``: its id and
+    cursor text (None when there is none)."""
+    rows = store.fetch(
+        "SELECT id, cursor FROM runs WHERE status NOT IN ('undone', 'reverted') "
+        "AND cursor LIKE :pattern ORDER BY started_at DESC, id DESC LIMIT 1",
+        {"pattern": f'%"{key}"%'},
+    )
+    return (str(rows[0][0]), rows[0][1]) if rows else None
+
+
 def last_success_finished_at(store: Store, kind: str) -> Any:
     """When the last run of ``kind`` that succeeded finished (as stored; None when none did)."""
     return store.fetch(
