@@ -252,9 +252,7 @@ class Mutation:
                 f"NULL, :reason, :now FROM {target} s WHERE s.id IN ({removed})",
                 params,
             )
-            deleted = backend.execute_count(
-                f"DELETE FROM {target} WHERE id IN ({removed})", {"table": table}
-            )
+            deleted = _remove_rows(self.store, table, removed, {"table": table}, logged)
             if deleted != logged:
                 raise StoreError(f"{table}: {deleted} rows removed but {logged} audited")
             self.actions["undo-remove"] += logged
@@ -273,6 +271,53 @@ class Mutation:
             backend.insert_df(table, frame, on_conflict="replace")
             self.actions["undo-restore"] += logged
         return gone + back
+
+
+#: A DuckDB table losing at least this share of its rows is rewritten without them instead of
+#: deleted from: DuckDB takes each deleted row out of the table's indexes at commit, reading it
+#: back from compressed storage (about 35 µs a row: 28 of the 40 s CPU of undoing a 100k-block
+#: ingest), while a rewrite costs only the rows it keeps.
+REWRITE_SHARE = 0.5
+
+
+def _remove_rows(store: Store, table: str, removed: str, params: dict[str, Any], going: int) -> int:
+    """Remove the rows of ``table`` whose id the query ``removed`` yields; returns how many."""
+    backend, target = store.backend, ident(table)
+    if store.kind == "duckdb" and going:
+        total = int(backend.fetch(f"SELECT count(*) FROM {target}")[0][0])
+        if going >= REWRITE_SHARE * total:
+            return _rewrite_without(store, table, removed, params, total)
+    return backend.execute_count(f"DELETE FROM {target} WHERE id IN ({removed})", params)
+
+
+def _rewrite_without(
+    store: Store, table: str, removed: str, params: dict[str, Any], total: int
+) -> int:
+    """DuckDB: the table made again from its own definition and indexes, holding the rows it
+    keeps, in the caller's transaction (a kill leaves it as it was)."""
+    backend, target, keep = store.backend, ident(table), ident(f"_undo_keep_{table}")
+    where = {"t": table}
+    [(ddl,)] = backend.fetch(
+        "SELECT sql FROM duckdb_tables() WHERE table_name = :t AND schema_name = current_schema()",
+        where,
+    )
+    indexes = backend.fetch(
+        "SELECT sql FROM duckdb_indexes() WHERE table_name = :t "
+        "AND schema_name = current_schema() ORDER BY index_name",
+        where,
+    )
+    backend.execute(f"DROP TABLE IF EXISTS {keep}")
+    backend.execute(
+        f"CREATE TEMPORARY TABLE {keep} AS SELECT * FROM {target} WHERE id NOT IN ({removed})",
+        params,
+    )
+    backend.execute(f"DROP TABLE {target}")
+    backend.execute_script(ddl)
+    kept = backend.execute_count(f"INSERT INTO {target} SELECT * FROM {keep}")
+    for (index,) in indexes:
+        backend.execute_script(index)
+    backend.execute(f"DROP TABLE {keep}")
+    return total - kept
 
 
 _AUDIT_INSERT = (

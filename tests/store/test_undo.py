@@ -104,3 +104,39 @@ def test_an_undone_ingest_can_be_ingested_again(store: Store) -> None:
     assert ingest_file(store, source).already_ingested
     with pytest.raises(MemvaultError, match="already undone"):
         undo_run(store, report.run_id)
+
+
+def test_an_undo_that_removes_most_of_a_table_keeps_the_rest_its_keys_and_defaults(
+    store: Store, tmp_path: Path
+) -> None:
+    """On DuckDB a table that loses most of its rows is made again without them instead of
+    deleted from: the rows it keeps, its primary key and its defaults stay."""
+    first = tmp_path / "first.jsonl"
+    first.write_text(
+        '{"type":"session","id":"s1","source":"test","started_at":"2026-01-05T10:00:00Z"}\n'
+        '{"type":"block","id":"b1","session_id":"s1","text":"Kept.",'
+        '"created_at":"2026-01-05T10:01:00Z"}\n'
+    )
+    ingest_file(store, first)
+    kept = export_text(store)
+    later = tmp_path / "later.jsonl"
+    later.write_text(
+        "".join(
+            f'{{"type":"block","id":"b{i}","session_id":"s1","text":"Later {i}.",'
+            f'"created_at":"2026-01-05T10:0{i}:00Z"}}\n'
+            for i in range(2, 6)
+        )
+    )
+    report = undo_run(store, ingest_file(store, later).run_id or "")
+    assert report.restored["blocks"] == 4
+    assert export_text(store) == kept
+    copy = (
+        "INSERT INTO blocks (id, session_id, kind, text, created_at, updated_at) "
+        "SELECT :id, session_id, kind, 'x', created_at, updated_at FROM blocks WHERE id = 'b1'"
+    )
+    with pytest.raises(Exception, match=r"(?i)duplicate|constraint"):
+        store.backend.execute(copy, {"id": "b1"})
+    store.backend.execute(copy, {"id": "b9"})
+    assert store.fetch("SELECT importance, tier, status FROM blocks WHERE id = 'b9'") == [
+        (0.5, "hot", "active")
+    ]
