@@ -16,7 +16,6 @@ import hashlib
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
@@ -450,15 +449,13 @@ def ingest_records(
     ``items`` is read once, as it comes, into the store's staging (a generator reading a
     file is never held whole: memory holds one chunk of records at a time)."""
     staging, items = open_staging(store, items, source)
-    cache: AbstractContextManager[None] = (
-        nullcontext() if staging.in_memory else bounded_cache(store)
-    )
-    with cache, staging:
+    with bounded_cache(store, enabled=not staging.in_memory) as memory, staging:
         read = stage(items, staging)
         report = IngestReport(source=source, records=read.records)
         report.split_blocks = read.split_blocks
         names = prepare(store, staging, read, source)
         del read
+        memory.fit(sum(staging.rows.values()))
         params = {"source": source, "records": report.records}
         with tracked_run(store, "ingest", params, run_id=run_id) as run:
             report.run_id = run.id

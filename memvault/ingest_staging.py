@@ -326,35 +326,70 @@ def drop_abandoned_staging(store: Store) -> list[str]:
     return dropped
 
 
-#: DuckDB's cache while an ingest runs (``MEMVAULT_INGEST_MEMORY``): DuckDB keeps what it read
-#: and wrote cached up to its limit (80 % of the machine by default), so without a bound its
-#: memory would grow with the input.
-DEFAULT_INGEST_MEMORY = "1GB"
+#: DuckDB's memory while an ingest runs, unless ``MEMVAULT_INGEST_MEMORY`` sets it: DuckDB
+#: keeps what it read and wrote cached up to its limit (80 % of the machine by default), so
+#: without a bound its memory would grow with the input. What it cannot give up is the commit's
+#: new index entries (ART), ≈ 143–165 bytes per row written on a fresh store (measured at 100k,
+#: 200k and 400k blocks of a full history; 256MB failed at 200k); the limit is sized for them.
+COMMIT_BYTES_PER_ROW = 300
+#: The least DuckDB is given while an ingest runs (staging and checks fit in it).
+MIN_INGEST_MEMORY_MB = 256
+
+
+class IngestMemory:
+    """DuckDB's limit during one ingest: ``MEMVAULT_INGEST_MEMORY`` when set, else the least
+    until :meth:`fit` sizes it for the rows the commit writes."""
+
+    def __init__(self, store: Store | None, setting: str | None) -> None:
+        self.store = store
+        self.setting = setting
+        self.limit = setting or f"{MIN_INGEST_MEMORY_MB}MiB"
+        self.rows: int | None = None
+
+    def fit(self, rows: int) -> None:
+        """Size the limit for a commit writing ``rows`` rows into tables already holding
+        as many index entries as ``audit_log`` has rows (their nodes may be rewritten)."""
+        if self.store is None or self.setting:
+            return
+        stored = self.store.counts(("audit_log",))["audit_log"]
+        self.rows = rows
+        needed = -(-(rows + stored) * COMMIT_BYTES_PER_ROW // 2**20)
+        self.limit = f"{max(MIN_INGEST_MEMORY_MB, needed)}MiB"
+        q.set_memory_limit(self.store, self.limit)
+
+    def describe(self) -> str:
+        if self.setting:
+            return f"MEMVAULT_INGEST_MEMORY={self.setting}"
+        sized = f" for {self.rows:,} rows" if self.rows is not None else ""
+        return f"MEMVAULT_INGEST_MEMORY unset: {self.limit}{sized}"
 
 
 @contextmanager
-def bounded_cache(store: Store) -> Iterator[None]:
-    """DuckDB's memory limit set to ``MEMVAULT_INGEST_MEMORY`` for the block, then put back."""
+def bounded_cache(store: Store, enabled: bool = True) -> Iterator[IngestMemory]:
+    """DuckDB's memory limit bounded for the block (see :class:`IngestMemory`), then put
+    back; nothing is set on PostgreSQL, an in-memory store, or when not ``enabled``."""
     path = getattr(store.backend, "path", ":memory:")
-    if store.kind != "duckdb" or path == ":memory:":
-        yield
+    if not enabled or store.kind != "duckdb" or path == ":memory:":
+        yield IngestMemory(None, None)
         return
-    limit = os.environ.get("MEMVAULT_INGEST_MEMORY") or DEFAULT_INGEST_MEMORY
+    memory = IngestMemory(store, os.environ.get("MEMVAULT_INGEST_MEMORY") or None)
     before = q.memory_limit(store)
     try:
-        q.set_memory_limit(store, _size(limit))
+        q.set_memory_limit(store, _size(memory.limit))
     except Exception as exc:
-        raise StoreError(f"MEMVAULT_INGEST_MEMORY={limit!r} is not a size such as 1GB") from exc
+        raise StoreError(
+            f"MEMVAULT_INGEST_MEMORY={memory.limit!r} is not a size such as 1GB"
+        ) from exc
     try:
-        yield
+        yield memory
     except Exception as exc:
         if not _out_of_memory(exc):
             raise
         # DuckDB's own message names its settings, not ours; its connection may be unusable.
         raise StoreError(
-            f"DuckDB ran out of the memory an ingest may use (MEMVAULT_INGEST_MEMORY={limit}); "
+            f"DuckDB ran out of the memory an ingest may use ({memory.describe()}); "
             "nothing of the input was written. Its one commit holds every new index entry "
-            "(≈ 100–160 MB per 100k memories of a full history): set MEMVAULT_INGEST_MEMORY "
+            "(≈ 150–220 bytes per row written): set MEMVAULT_INGEST_MEMORY "
             "higher and ingest it again"
         ) from exc
     finally:

@@ -273,7 +273,9 @@ def test_running_out_of_duckdbs_ingest_memory_names_the_setting_and_writes_nothi
                 "64.0 KiB (95.3 MiB/95.3 MiB used)"
             )
         )
-        with pytest.raises(StoreError, match=r"MEMVAULT_INGEST_MEMORY=1GB\); nothing of the"):
+        with pytest.raises(
+            StoreError, match=r"MEMVAULT_INGEST_MEMORY unset: 256MiB for 10 rows\); nothing of the"
+        ):
             ingest_file(store, SMALL)
         raised[0] = duckdb.ConstraintException("Constraint Error: something else")
         with pytest.raises(duckdb.ConstraintException, match="something else"):
@@ -286,3 +288,42 @@ def test_running_out_of_duckdbs_ingest_memory_names_the_setting_and_writes_nothi
         assert _staging_tables(store) == []
         raised.clear()
         assert sum(ingest_file(store, SMALL).inserted.values()) == 10
+
+
+def test_duckdbs_ingest_memory_is_sized_for_the_rows_its_commit_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unset, ``MEMVAULT_INGEST_MEMORY`` is the least (256MiB) while staging and, for the
+    write, ``COMMIT_BYTES_PER_ROW`` per row written and per audit row stored (the commit's
+    index entries, which DuckDB cannot give up): a small history gets no more than it needs, a
+    large one what its commit needs. Set, it is used as given. The limit is put back after."""
+    import memvault
+    import memvault.ingest_staging as staging
+    from memvault.store.audit import Mutation
+
+    real = Mutation.insert_new
+    seen: list[str] = []
+
+    def noting(self: Mutation, *args: object, **kwargs: object) -> int:
+        [(limit,)] = self.store.fetch("SELECT current_setting('memory_limit')")
+        seen.append(str(limit))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Mutation, "insert_new", noting)
+    monkeypatch.setattr(ingest, "SMALL_IN_MEMORY", False)
+    monkeypatch.delenv("MEMVAULT_INGEST_MEMORY", raising=False)
+    with memvault.open(f"duckdb://{tmp_path / 'store.duckdb'}") as store:
+        [(before,)] = store.fetch("SELECT current_setting('memory_limit')")
+        ingest_file(store, SMALL)
+        assert set(seen) == {"256.0 MiB"}, "10 rows: the least"
+        [(after,)] = store.fetch("SELECT current_setting('memory_limit')")
+        assert after[:2] == before[:2] and after != "256.0 MiB", "put back"
+        seen.clear()
+        monkeypatch.setattr(staging, "COMMIT_BYTES_PER_ROW", 20 * 2**20)
+        stored = store.counts(("audit_log",))["audit_log"]
+        ingest_file(store, SMALL, force=True)  # the same 10 rows, now stored
+        assert set(seen) == {f"{(10 + stored) * 20:.1f} MiB"}
+        seen.clear()
+        monkeypatch.setenv("MEMVAULT_INGEST_MEMORY", "300MiB")
+        ingest_file(store, SMALL, force=True)
+        assert set(seen) == {"300.0 MiB"}
