@@ -151,6 +151,14 @@ def _previous_undo(store: Store, run_id: str) -> int:
     return total
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS: ``VmHWM`` (``ru_maxrss`` keeps the parent's peak across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _undo_the_ingest(how: str, path: str) -> dict[str, Any]:
     """In a process of its own: undo the store's ingest ``how`` ("previous" or "now"), then
     checkpoint (what a DuckDB store writes to its file is part of the work)."""
@@ -170,7 +178,7 @@ def _undo_the_ingest(how: str, path: str) -> dict[str, Any]:
         "rows": rows,
         "cpu_s": usage.ru_utime + usage.ru_stime - cpu0,
         "wall_s": time.perf_counter() - started,
-        "rss_mb": usage.ru_maxrss / 1024,
+        "rss_mb": _peak_rss_mb(),
         "left": left,
         "audited": [list(r) for r in audited],
     }
