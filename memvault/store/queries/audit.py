@@ -146,6 +146,24 @@ def latest_audit_id(store: Store) -> int:
     return int(store.fetch("SELECT COALESCE(max(id), 0) FROM audit_log")[0][0])
 
 
+def _images_differ(kind: str, columns: Sequence[str]) -> str:
+    """SQL true when the before and after images disagree on one of ``columns``. DuckDB reads
+    every column of an image in one parse (a block's image holds its whole text: parsing it
+    once per column made the lint's read of a first tiering pass's 99k demotions 5.7 times
+    slower); PostgreSQL compares column by column."""
+    if kind == "duckdb":
+        paths = ", ".join(f"'$.{c}'" for c in columns)
+        return (
+            f"json_extract_string(before_image, [{paths}]) IS DISTINCT FROM "
+            f"json_extract_string(after_image, [{paths}])"
+        )
+    return " OR ".join(
+        f"(CAST(before_image AS JSON) ->> '{c}') IS DISTINCT FROM "
+        f"(CAST(after_image AS JSON) ->> '{c}')"
+        for c in columns
+    )
+
+
 def changes_in(
     store: Store,
     lo: int,
@@ -164,19 +182,13 @@ def changes_in(
             schema={"target_table": pl.Utf8, "target_id": pl.Utf8, "before_image": pl.Utf8}
         )
 
-    def text(image: str, column: str) -> str:
-        return f"(CAST({image} AS JSON) ->> '{column}')"
-
     kept = [
         f"(target_table = '{table}'"
         + (
             ""
             if columns is None
             else " AND (before_image IS NULL OR after_image IS NULL OR "
-            + " OR ".join(
-                f"{text('before_image', c)} IS DISTINCT FROM {text('after_image', c)}"
-                for c in columns
-            )
+            + _images_differ(store.kind, columns)
             + ")"
         )
         + ")"
