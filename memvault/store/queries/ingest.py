@@ -5,12 +5,14 @@ records an input names."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from memvault.store.backends import ident
-from memvault.store.store import Store
+
+if TYPE_CHECKING:  # the store imports the ingest's staging clean-up, which asks this family
+    from memvault.store.store import Store
 
 #: The registry of ingests in progress.
 REGISTRY = "ingest_staging"
