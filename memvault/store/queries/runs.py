@@ -183,13 +183,16 @@ def other_running_runs(
     )
 
 
+#: A run whose writes still stand (neither undone nor reverted) and whose cursor holds a key.
+_STANDING_WITH_KEY = "status NOT IN ('undone', 'reverted') AND cursor LIKE :pattern"
+
+
 def other_standing_run_with(store: Store, key: str, other_than: str) -> bool:
     """Whether a run besides ``other_than``, not undone nor reverted, has ``key`` in its
     cursor (so what that key records is still in the store)."""
     rows = store.fetch(
-        "SELECT count(*) FROM runs WHERE id <> :r AND status NOT IN ('undone', 'reverted') "
-        "AND cursor LIKE :p",
-        {"r": other_than, "p": f'%"{key}"%'},
+        f"SELECT count(*) FROM runs WHERE id <> :r AND {_STANDING_WITH_KEY}",
+        {"r": other_than, "pattern": f'%"{key}"%'},
     )
     return int(rows[0][0]) > 0
 
@@ -198,8 +201,8 @@ def newest_standing_cursor(store: Store, key: str) -> tuple[str, str | None] | N
     """The newest run, neither undone nor reverted, whose cursor holds ``key``: its id and
     cursor text (None when there is none)."""
     rows = store.fetch(
-        "SELECT id, cursor FROM runs WHERE status NOT IN ('undone', 'reverted') "
-        "AND cursor LIKE :pattern ORDER BY started_at DESC, id DESC LIMIT 1",
+        f"SELECT id, cursor FROM runs WHERE {_STANDING_WITH_KEY} "
+        "ORDER BY started_at DESC, id DESC LIMIT 1",
         {"pattern": f'%"{key}"%'},
     )
     return (str(rows[0][0]), rows[0][1]) if rows else None
